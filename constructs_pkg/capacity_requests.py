@@ -299,7 +299,7 @@ class CapacityRequests(Construct):
         """The signals function's policy (None without ``fast_path``)."""
         self.stream_reader = parts.stream_reader if parts else None
         """The stream reader (None without ``FastPath(stream=...)``)."""
-        self.node.add_validation(checks.ConnectedScalers(self))
+        self.node.add_validation(checks.ConnectedScalers(self, CapacityRequests))
 
     # ------------------------------------------------------------------ construction
 
@@ -320,11 +320,14 @@ class CapacityRequests(Construct):
             )
         self.tables: list[dynamodb.ITable] = []
         self._indexes: list[tuple[dynamodb.ITable, TableCapacity | None, list[str]]] = []
+        self._table_keys: dict[tuple[str, str], str] = {}
+        """Each table's keys (`table_parts.table_keys`), to its path."""
         for table in given:
             check_table(self._where, table, REQUESTS_GLOBAL)
             owner = table if isinstance(table, TableCapacity) else None
             if owner is not None:
                 table = owner.table
+            checks.add_once(self._where, self._table_keys, table, (owner or table).node.path)
             self.tables.append(table)
             self._indexes.append((table, owner, []))
 

@@ -2,16 +2,18 @@
 
 The checks of [`CapacityRequests`][constructs_pkg.capacity_requests.CapacityRequests]: its
 props (each refusal naming the prop, the value received and what is allowed; ``where``
-names the construct), and, once the app is built, that every scaler managing one of its
-tables is connected to it (`ConnectedScalers`)."""
+names the construct), each table listed once (`add_once`), and, once the app is built, that
+every scaler managing one of its tables is connected to it and that no other
+CapacityRequests serves one of them (`ConnectedScalers`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import jsii
 from aws_cdk import Duration
+from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct, IValidation
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
@@ -20,6 +22,7 @@ from ddb_capacity_runtime.core.validators import is_whole
 
 from .props import duration_prop, known_at_synth
 from .scaler import ThrottleAwareScaler
+from .table_parts import table_keys
 
 if TYPE_CHECKING:
     from .capacity_requests import CapacityRequests
@@ -83,6 +86,44 @@ def check_restore_every(where: str, restore_every: Duration | None) -> None:
                 f"{where}: restore_every must be whole minutes from 1 to 60, or None; got "
                 f"{restore_every.to_human_string()}"
             )
+
+
+def add_once(
+    where: str, keys: dict[tuple[str, str], str], table: dynamodb.ITable, label: str
+) -> None:
+    """``table``'s keys (`table_keys`) added to ``keys``, to its ``label``; a table listed
+    already (the same construct, or an import of the same name in the stack) refused."""
+    mine = table_keys(table)
+    if mine[0] in keys:
+        raise CapacityConfigError(
+            f"{where}: tables lists table {keys[mine[0]]} twice; list each table once"
+        )
+    first = next((keys[k] for k in mine if k in keys), None)
+    if first is not None:
+        raise CapacityConfigError(
+            f"{where}: tables lists {first} and {label}, which are one table (named "
+            f"{mine[-1][1]!r} in stack {mine[-1][0]}); list each table once"
+        )
+    keys.update(dict.fromkeys(mine, label))
+
+
+def shared_tables(requests: CapacityRequests, kind: type[Any]) -> list[str]:
+    """A table ``requests`` serve that other CapacityRequests (``kind``) of the app serve
+    too (`table_keys`): each keeps its holds in its own store, so neither sees the other's,
+    and the release of a hold in one lowers the table under a hold of the other. Told
+    once, by the CapacityRequests made first."""
+    every = [x for x in requests.node.root.node.find_all() if isinstance(x, kind)]
+    mine = requests._table_keys
+    errors = []
+    for other in every[every.index(requests) + 1 :]:
+        for label in sorted({mine[k] for k in mine.keys() & other._table_keys}):
+            errors.append(
+                f"{requests._where}: serves table {label}, which CapacityRequests "
+                f"{other.node.path} serves too; a table has one CapacityRequests (each keeps "
+                "its own hold store, so neither sees the other's holds, and a release in one "
+                "lowers the table under the other's hold): serve it from one"
+            )
+    return errors
 
 
 def store_of(scaler: ThrottleAwareScaler) -> str:
@@ -157,13 +198,19 @@ def unended_holds(requests: CapacityRequests, scalers: Sequence[ThrottleAwareSca
 
 @jsii.implements(IValidation)
 class ConnectedScalers:
-    """At synth, once ``connect`` has had its chance: every scaler that manages one of
-    the tables of ``requests`` explicitly keeps its state in its hold store, and requests
-    without a restorer have a connected scaler to end their expired holds and surges."""
+    """At synth, once ``connect`` has had its chance: no other CapacityRequests (``kind``)
+    serves a table of ``requests``, every scaler that manages one of the tables of
+    ``requests`` explicitly keeps its state in its hold store, and requests without a
+    restorer have a connected scaler to end their expired holds and surges."""
 
-    def __init__(self, requests: CapacityRequests) -> None:
+    def __init__(self, requests: CapacityRequests, kind: type[Any]) -> None:
         self._requests = requests
+        self._kind = kind
 
     def validate(self) -> list[str]:
         scalers = app_scalers(self._requests)
-        return unconnected_scalers(self._requests, scalers) + unended_holds(self._requests, scalers)
+        return (
+            shared_tables(self._requests, self._kind)
+            + unconnected_scalers(self._requests, scalers)
+            + unended_holds(self._requests, scalers)
+        )

@@ -60,6 +60,7 @@ from .table import (
     is_global_table_capacity,
     table_list,
 )
+from .table_parts import table_keys
 
 DEFAULT_TICK = Duration.minutes(DEFAULT_TICK_MINUTES)
 """Default tick: CloudWatch delivers a minute 1-3 minutes late; ticking every 2 minutes acts on
@@ -343,7 +344,7 @@ class ThrottleAwareScaler(Construct):
         that grow with them, and (``own_target``) the target values the autopilot owns."""
         self._tables: list[dynamodb.ITable] = []
         self._table_keys: dict[tuple[str, str], str] = {}
-        """Each managed table's keys (`_table_keys`), to the table's label."""
+        """Each managed table's keys (`table_parts.table_keys`), to the table's label."""
         self._overrides: dict[str, Any] = {}
         self._own_target = own_target
         self._owned: dict[str, Any] = {}
@@ -495,7 +496,7 @@ class ThrottleAwareScaler(Construct):
         label = _label(table)
         it = table.table if isinstance(table, TableCapacity) else table
         taken = set(self._table_keys.values())
-        if label in taken and not any(k in self._table_keys for k in _table_keys(it)):
+        if label in taken and not any(k in self._table_keys for k in table_keys(it)):
             label = re.sub(r"[^A-Za-z0-9-]", "-", f"{Stack.of(it).node.path}-{label}")
         return label
 
@@ -503,7 +504,7 @@ class ThrottleAwareScaler(Construct):
         """Permissions on ``table``, alarms on its and its ``indexes``' throttling and on its
         hot keys, and its name in the function's settings. A table managed already is
         refused: its alarms would be made twice."""
-        keys = _table_keys(table)
+        keys = table_keys(table)
         if any(k in self._table_keys for k in keys):
             raise CapacityConfigError(
                 f"{self._where}: manages {label} already (tables=[...], add_table or "
@@ -641,20 +642,6 @@ def _label(table: dynamodb.ITable | TableCapacity) -> str:
     return re.sub(r"[^A-Za-z0-9-]", "-", path)
 
 
-def _table_keys(table: dynamodb.ITable) -> list[tuple[str, str]]:
-    """What tells ``table`` apart: its construct's path, and its name in its stack when the
-    name is known at synth (an import and the table it names, or two imports of one table,
-    are two constructs)."""
-    name: object = table.table_name
-    if is_token(name):  # a table made here: the name given to it, if any
-        child = table.node.default_child
-        name = child.table_name if isinstance(child, dynamodb.CfnTable) else None
-    keys = [("path", table.node.path)]
-    if not isinstance(name, str) or is_token(name):
-        return keys
-    return [*keys, (Stack.of(table).node.path, name)]
-
-
 @jsii.implements(IValidation)
 class _ScalerValidation:
     """What can only be checked once the app is built."""
@@ -664,9 +651,9 @@ class _ScalerValidation:
 
     def _shared(self) -> list[str]:
         """A table this scaler manages that another scaler of the app manages too (one
-        construct, or one name in one stack: `_table_keys`): each would move its minimum on
-        its own state, and take the other's raise for the configured minimum. Told once, by
-        the scaler made first."""
+        construct, or one name in one stack: `table_parts.table_keys`): each would move its
+        minimum on its own state, and take the other's raise for the configured minimum. Told
+        once, by the scaler made first."""
         s = self._scaler
         scalers = [x for x in s.node.root.node.find_all() if isinstance(x, ThrottleAwareScaler)]
         errors = []

@@ -139,6 +139,22 @@ def identity_of(table: dynamodb.ITable) -> frozenset[tuple[str, ...]]:
     return frozenset({("name", *env, scope, table.table_name)})
 
 
+def table_keys(table: dynamodb.ITable) -> list[tuple[str, str]]:
+    """What tells ``table`` apart where one construct may have it once (a scaler, capacity
+    requests): its construct's path, and its name in its stack when the name is known at
+    synth (an import and the table it names, or two imports of one table, are two
+    constructs). Tables of one name in two stacks are not told apart: two Regions' tables
+    may share a name."""
+    name: object = table.table_name
+    if is_token(name):  # a table made here: the name given to it, if any
+        child = table.node.default_child
+        name = child.table_name if isinstance(child, dynamodb.CfnTable) else None
+    keys = [("path", table.node.path)]
+    if not isinstance(name, str) or is_token(name):
+        return keys
+    return [*keys, (Stack.of(table).node.path, name)]
+
+
 class ImportedDimension:
     """One dimension of a table owned elsewhere: a scalable target this stack registers,
     with target tracking, and what schedules need of it."""

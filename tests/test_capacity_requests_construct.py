@@ -721,17 +721,75 @@ def test_a_scaler_connected_elsewhere_cannot_share_a_table(stack: cdk.Stack) -> 
     from constructs_pkg import ThrottleAwareScaler
 
     # GIVEN a scaler connected to capacity requests on one table, and other capacity
-    # requests on both of the scaler's tables
+    # requests on the scaler's other table
     shipments, plain = tables(stack)
     scaler = ThrottleAwareScaler(stack, "Scaler", tables=[shipments, plain])
     CapacityRequests(stack, "Others", tables=[plain], restore_every=None).connect(scaler)
-    CapacityRequests(stack, "Requests", tables=[shipments, plain])
+    CapacityRequests(stack, "Requests", tables=[shipments])
     # WHEN the app is synthesized THEN it fails: the scaler has its one store already
     assert synth_errors(stack) == [
         "[Test/Requests] CapacityRequests Test/Requests: ThrottleAwareScaler Test/Scaler "
-        "manages tables Test/Shipments, Test/Plain, which these requests serve too, but is "
-        "not connected to them, so it would take a hold's raised minimum for the configured "
-        "minimum and keep it; it keeps its state in the hold store of CapacityRequests "
-        "Test/Others, and a scaler can be connected to one CapacityRequests only: serve "
-        "tables Test/Shipments, Test/Plain from that one"
+        "manages table Test/Shipments, which these requests serve too, but is not connected "
+        "to them, so it would take a hold's raised minimum for the configured minimum and "
+        "keep it; it keeps its state in the hold store of CapacityRequests Test/Others, and "
+        "a scaler can be connected to one CapacityRequests only: serve table Test/Shipments "
+        "from that one"
     ]
+
+
+def test_two_capacity_requests_cannot_serve_one_table(stack: cdk.Stack) -> None:
+    # GIVEN two capacity requests serving one table: each keeps its own hold store, so
+    # releasing a hold in one would lower the table under the other's
+    shipments, plain = tables(stack)
+    CapacityRequests(stack, "Requests", tables=[shipments, plain])
+    CapacityRequests(stack, "Others", tables=[shipments])
+    # and, in one stack, two imports of one table name
+    CapacityRequests(stack, "Named", tables=[dynamodb.Table.from_table_name(stack, "A", "orders")])
+    CapacityRequests(stack, "Again", tables=[dynamodb.Table.from_table_name(stack, "B", "orders")])
+    # WHEN the app is synthesized THEN it fails, told once, naming both and the table
+    assert synth_errors(stack) == [
+        "[Test/Requests] CapacityRequests Test/Requests: serves table Test/Shipments, which "
+        "CapacityRequests Test/Others serves too; a table has one CapacityRequests (each keeps "
+        "its own hold store, so neither sees the other's holds, and a release in one lowers "
+        "the table under the other's hold): serve it from one",
+        "[Test/Named] CapacityRequests Test/Named: serves table Test/A, which "
+        "CapacityRequests Test/Again serves too; a table has one CapacityRequests (each keeps "
+        "its own hold store, so neither sees the other's holds, and a release in one lowers "
+        "the table under the other's hold): serve it from one",
+    ]
+
+
+def test_capacity_requests_in_other_stacks_may_import_tables_of_one_name() -> None:
+    # two Regions' tables of one name are two tables: not compared across stacks
+    app = cdk.App()
+    for region in ("eu-west-1", "us-east-1"):
+        here = cdk.Stack(app, region, env=cdk.Environment(account="111111111111", region=region))
+        CapacityRequests(
+            here, "Requests", tables=[dynamodb.Table.from_table_name(here, "T", "orders")]
+        )
+    assert [m for s in app.node.find_all() for m in s.node.validate()] == []
+
+
+def test_a_table_given_twice_is_refused(stack: cdk.Stack) -> None:
+    shipments, _ = tables(stack)
+    named = dynamodb.Table.from_table_name(stack, "Named", "orders")
+    again = dynamodb.Table.from_table_name(stack, "Again", "orders")
+    carts = dynamodb.Table(stack, "Carts", partition_key=PK, table_name="carts")
+    for given, message in [
+        ([shipments, shipments], "tables lists table Test/Shipments twice"),
+        ([shipments, shipments.table], "tables lists table Test/Shipments twice"),
+        ([named, named], "tables lists table Test/Named twice"),
+        (
+            [named, again],
+            "tables lists Test/Named and Test/Again, which are one table (named 'orders' in "
+            "stack Test)",
+        ),
+        (
+            [carts, dynamodb.Table.from_table_name(stack, "Imported", "carts")],
+            "tables lists Test/Carts and Test/Imported, which are one table (named 'carts' in "
+            "stack Test)",
+        ),
+    ]:
+        with pytest.raises(CapacityConfigError) as info:
+            CapacityRequests(stack, f"R{len(stack.node.children)}", tables=given)
+        assert str(info.value).split(": ", 1)[1] == f"{message}; list each table once"

@@ -29,6 +29,7 @@ from constructs_pkg import (
 )
 from tests.test_capacity_requests_construct import (
     CHECKS_ALARMS,
+    PK,
     by_sid,
     move_minimums,
     policy,
@@ -302,15 +303,16 @@ def test_refused_reports_the_budget_and_surge_volume_are_alarmed(stack: cdk.Stac
 
 
 def test_the_default_cap_and_budget_reach_the_signals_function(stack: cdk.Stack) -> None:
-    shipments, _ = tables(stack)
+    shipments, plain = tables(stack)
+    third = dynamodb.Table(stack, "Third", partition_key=PK)
     CapacityRequests(stack, "Default", tables=[shipments], fast_path=FastPath())
     CapacityRequests(
-        stack, "Scaled", tables=[shipments], fast_path=FastPath(surge_scale=2.5, surge_budget=3_000)
+        stack, "Scaled", tables=[plain], fast_path=FastPath(surge_scale=2.5, surge_budget=3_000)
     )
     CapacityRequests(
         stack,
         "Free",
-        tables=[shipments],
+        tables=[third],
         fast_path=FastPath(surge_cap=UNBOUNDED, surge_budget=UNBOUNDED),
     )
     template = Template.from_stack(stack)
