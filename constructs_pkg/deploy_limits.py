@@ -414,14 +414,24 @@ class DeployLimits(Construct):
         return out
 
 
+def _environment(function: lambda_.Function) -> Any:
+    """``function``'s environment, as the L2 renders it (lazily, at synth)."""
+    cfn = function.node.default_child
+    assert isinstance(cfn, lambda_.CfnFunction)
+    # the L1's ``environment`` reads the L2's lazy value as an empty struct
+    return cfn._cfn_properties.get("environment")
+
+
+def environment_of(function: lambda_.Function) -> dict[str, Any]:
+    """``function``'s environment variables as they stand now."""
+    return _variables(Stack.of(function).resolve(_environment(function)))
+
+
 def check_function(function: lambda_.Function, *, library: bool = True) -> None:
     """Check ``function``'s environment against Lambda's limit at synth (``library``: one
     the library made, whose reserved concurrency `DeployLimits.reserved` counts)."""
     stack = Stack.of(function)
-    cfn = function.node.default_child
-    assert isinstance(cfn, lambda_.CfnFunction)
-    # the L1's ``environment`` reads the L2's lazy value as an empty struct
-    environment = cfn._cfn_properties.get("environment")
+    environment = _environment(function)
     DeployLimits.of(function).add(
         Limit(
             function,

@@ -12,9 +12,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import jsii
 from aws_cdk import Duration
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
+from constructs import IValidation
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 from ddb_capacity_runtime.core.names import TARGET_TAG, is_table_name
@@ -31,6 +33,7 @@ from ddb_capacity_runtime.instrument import MODE_ENV, TABLES_ENV
 
 from .alarms import AlarmSpec, metric, says
 from .compliance import acknowledge_function
+from .deploy_limits import environment_of
 from .iam_statements import (
     autoscaling_validation_statement,
     move_minimums_statement,
@@ -42,6 +45,9 @@ from .stream_signal import StreamReader, StreamSignal
 
 if TYPE_CHECKING:
     from .capacity_requests import CapacityRequests
+
+WRAPPER_ENV = "AWS_LAMBDA_EXEC_WRAPPER"
+"""Lambda's setting of the script that starts a function's runtime: one a function."""
 
 TABLE_ACTIONS = [
     "dynamodb:DescribeTable",
@@ -389,19 +395,7 @@ def instrument_function(
     ``mode``: ``consumed`` (the hook asks for the consumed capacity of the requests it
     counts) or ``throttles`` (it changes no request). Needs ``fast_path``."""
     owner._fast_path_for("instrument")
-    if not isinstance(function, lambda_.Function):
-        raise CapacityConfigError(
-            f"{owner._where}: instrument needs a lambda_.Function (its layers and "
-            f"environment are set); got {shown(function)}"
-        )
-    runtime = function.runtime
-    allowed = [r.name for r in hook_runtimes()]
-    if runtime.name not in allowed:
-        raise CapacityConfigError(
-            f"{owner._where}: instrument: function {function.node.path} runs "
-            f"{runtime.name}; the hook is for Python functions on {', '.join(allowed)} "
-            f"(elsewhere, call grant_signals and report from your own code)"
-        )
+    _check_function(owner._where, function)
     if mode not in MODES:
         raise CapacityConfigError(
             f"{owner._where}: instrument: mode must be one of {', '.join(MODES)}; got {shown(mode)}"
@@ -409,11 +403,63 @@ def instrument_function(
     names = _table_names(owner._where, tables)
     grant = owner.grant_signals(function)
     function.add_layers(hook_layer(owner))
-    function.add_environment("AWS_LAMBDA_EXEC_WRAPPER", HOOK_WRAPPER)
+    function.add_environment(WRAPPER_ENV, HOOK_WRAPPER)
     function.add_environment(MODE_ENV, mode)
     if names:
         function.add_environment(TABLES_ENV, ",".join(names))
+    function.node.add_validation(_KeptWrapper(owner._where, function))
     return grant
+
+
+def _check_function(where: str, function: lambda_.Function) -> None:
+    """``function`` refused by name where the hook cannot be installed in it: not a
+    ``lambda_.Function``, a runtime the hook is not for, a wrapper of its own (a function
+    runs one), or the hook's already (instrumented once more)."""
+    if not isinstance(function, lambda_.Function):
+        raise CapacityConfigError(
+            f"{where}: instrument needs a lambda_.Function (its layers and "
+            f"environment are set); got {shown(function)}"
+        )
+    runtime = function.runtime
+    allowed = [r.name for r in hook_runtimes()]
+    if runtime.name not in allowed:
+        raise CapacityConfigError(
+            f"{where}: instrument: function {function.node.path} runs "
+            f"{runtime.name}; the hook is for Python functions on {', '.join(allowed)} "
+            f"(elsewhere, call grant_signals and report from your own code)"
+        )
+    wrapper = environment_of(function).get(WRAPPER_ENV)
+    if wrapper == HOOK_WRAPPER:
+        raise CapacityConfigError(
+            f"{where}: instrument: function {function.node.path} is instrumented already; "
+            "instrument a function once (one call gives it its tables and mode)"
+        )
+    if wrapper is not None:
+        raise CapacityConfigError(
+            f"{where}: instrument: function {function.node.path} has its own "
+            f"{WRAPPER_ENV} ({shown(wrapper)}), which the hook's wrapper would replace (a "
+            "function runs one wrapper): call grant_signals and watch from its code instead"
+        )
+
+
+@jsii.implements(IValidation)
+class _KeptWrapper:
+    """At synth: an instrumented function still runs the hook's wrapper (one set after
+    ``instrument`` replaces it, and the hook is never installed)."""
+
+    def __init__(self, where: str, function: lambda_.Function) -> None:
+        self._where, self._function = where, function
+
+    def validate(self) -> list[str]:
+        wrapper = environment_of(self._function).get(WRAPPER_ENV)
+        if wrapper == HOOK_WRAPPER:
+            return []
+        return [
+            f"{self._where}: instrument: function {self._function.node.path}'s "
+            f"{WRAPPER_ENV} was set to {shown(wrapper)} after instrument, which replaces "
+            "the hook's wrapper (a function runs one wrapper): the hook would never be "
+            "installed; keep one of the two"
+        ]
 
 
 def _surge_bounds(

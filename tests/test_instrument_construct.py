@@ -167,3 +167,66 @@ def test_the_five_nag_packs_pass_with_an_instrumented_function(tmp_path: Path) -
     # ... and none on what the library added: the layer, its permission, the grant's policy
     assert stack.node.try_find_child("DdbCapacityHookLayer") is not None
     assert not [p for p in paths if "HookLayer" in p or p.startswith("Instrumented/Requests/")]
+
+
+def test_a_function_with_its_own_exec_wrapper_is_refused(stack: cdk.Stack) -> None:
+    shipments, _ = tables(stack)
+    requests = CapacityRequests(stack, "Requests", tables=[shipments], fast_path=FastPath())
+    function = _app_function(stack)
+    function.add_environment("AWS_LAMBDA_EXEC_WRAPPER", "/opt/mine")
+    # WHEN it is instrumented THEN it is refused, naming the function and its wrapper
+    with pytest.raises(CapacityConfigError) as raised:
+        requests.instrument(function)
+    assert str(raised.value) == (
+        "CapacityRequests Test/Requests: instrument: function Test/App has its own "
+        "AWS_LAMBDA_EXEC_WRAPPER ('/opt/mine'), which the hook's wrapper would replace (a "
+        "function runs one wrapper): call grant_signals and watch from its code instead"
+    )
+    # AND the function is left as it was
+    (props,) = (
+        Template.from_stack(stack)
+        .find_resources("AWS::Lambda::Function", {"Properties": {"Handler": "index.handler"}})
+        .values()
+    )
+    assert props["Properties"]["Environment"]["Variables"] == {
+        "AWS_LAMBDA_EXEC_WRAPPER": "/opt/mine"
+    }
+    assert "Layers" not in props["Properties"]
+
+
+def test_a_function_is_instrumented_once(stack: cdk.Stack) -> None:
+    shipments, plain = tables(stack)
+    requests = CapacityRequests(stack, "Requests", tables=[shipments], fast_path=FastPath())
+    others = CapacityRequests(stack, "Others", tables=[plain], fast_path=FastPath())
+    function = _app_function(stack)
+    requests.instrument(function)
+    # WHEN it is instrumented again, by the same or by other capacity requests
+    for again in (requests, others):
+        with pytest.raises(CapacityConfigError) as raised:
+            again.instrument(function, mode="throttles")
+        # THEN it is refused by name
+        assert str(raised.value) == (
+            f"{again._where}: instrument: function Test/App is instrumented already; "
+            "instrument a function once (one call gives it its tables and mode)"
+        )
+    (props,) = (
+        Template.from_stack(stack)
+        .find_resources("AWS::Lambda::Function", {"Properties": {"Handler": "index.handler"}})
+        .values()
+    )
+    assert len(props["Properties"]["Layers"]) == 1
+    assert props["Properties"]["Environment"]["Variables"]["CAPACITY_SIGNALS_MODE"] == "consumed"
+
+
+def test_a_wrapper_set_after_instrument_fails_synthesis(stack: cdk.Stack) -> None:
+    shipments, _ = tables(stack)
+    requests = CapacityRequests(stack, "Requests", tables=[shipments], fast_path=FastPath())
+    function = _app_function(stack)
+    requests.instrument(function)
+    function.add_environment("AWS_LAMBDA_EXEC_WRAPPER", "/opt/mine")
+    assert function.node.validate() == [
+        "CapacityRequests Test/Requests: instrument: function Test/App's "
+        "AWS_LAMBDA_EXEC_WRAPPER was set to '/opt/mine' after instrument, which replaces "
+        "the hook's wrapper (a function runs one wrapper): the hook would never be "
+        "installed; keep one of the two"
+    ]
