@@ -430,13 +430,13 @@ class TableSchedule:
         days = sorted({EVERY_DAY.index(d) for d in window.week_days})
         gaps = [((days[(i + 1) % len(days)] - d) % 7 or 7, d) for i, d in enumerate(days)]
         gap, first = min(gaps)
-        if window.duration + window.lead > timedelta(days=gap):
+        if window.duration + window.lead >= timedelta(days=gap):  # a tie: in no set order
             second = EVERY_DAY[(first + gap) % 7]
             raise ScheduleError(
-                f"{label}: lead + duration ({window.lead + window.duration}) is longer than "
-                f"the {timedelta(days=gap)} between two of its raises ({EVERY_DAY[first]} and "
-                f"{second} {window.start}); the next raise would come before the restore. "
-                f"Shorten it, or give fewer week_days"
+                f"{label}: lead + duration ({window.lead + window.duration}) is not shorter "
+                f"than the {timedelta(days=gap)} between two of its raises ({EVERY_DAY[first]} "
+                f"and {second} {window.start}); the next raise would come at or before the "
+                f"restore. Shorten it, or give fewer week_days"
             )
         known = self._check_range(label, window.index, window.dimension)
         cap = window.capacity
