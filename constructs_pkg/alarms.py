@@ -162,6 +162,8 @@ class AlarmSet:
         """The topic's action, one object for every alarm of the set (it keeps no state)."""
         self._alarms: dict[str, cloudwatch.Alarm] = {}
         self.alarms: Mapping[str, cloudwatch.Alarm] = MappingProxyType(self._alarms)
+        self._asked: set[str] = set()
+        """Every id `add` was asked for, an alarm its options turn off included."""
         for alarm_id in sorted(i for i, o in options.items() if not o.enabled):
             Annotations.of(owner).add_warning_v2(
                 f"ddb-capacity:alarm-off:{alarm_id}",
@@ -174,6 +176,7 @@ class AlarmSet:
     ) -> cloudwatch.Alarm | None:
         """The alarm ``alarm_id`` (child ``construct_id``, default ``<alarm_id>Alarm``; kept
         as ``key``, default ``alarm_id``), or None when its options turn it off."""
+        self._asked.add(alarm_id)
         option = self._options.get(alarm_id, AlarmOptions())
         if not option.enabled:
             return None
@@ -192,6 +195,11 @@ class AlarmSet:
         alarm.add_alarm_action(self._notify, *option.actions)
         self._alarms[key or alarm_id] = alarm
         return alarm
+
+    def unused(self) -> list[str]:
+        """The ids given options that no alarm was asked for (so far): options that do
+        nothing."""
+        return sorted(set(self._options) - self._asked)
 
     def remove(self, alarm_id: str) -> None:
         """Remove the alarm ``alarm_id`` (kept under that key), if it was made."""

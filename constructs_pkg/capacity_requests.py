@@ -168,6 +168,7 @@ ALARM_IDS = (
     "SurgeBudget",
     "SurgeUnits",
     "SurgesFailed",
+    "SurgeEntriesIgnored",
     "CombinerFull",
     "SignalsDropped",
     "BucketFailed",
@@ -299,6 +300,7 @@ class CapacityRequests(Construct):
         """The signals function's policy (None without ``fast_path``)."""
         self.stream_reader = parts.stream_reader if parts else None
         """The stream reader (None without ``FastPath(stream=...)``)."""
+        checks.unused_options(self, fast_path, self._alarm_set.unused(), function_options)
         self.node.add_validation(checks.ConnectedScalers(self, CapacityRequests))
 
     # ------------------------------------------------------------------ construction

@@ -8,7 +8,7 @@ CapacityRequests serves one of them (`ConnectedScalers`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import jsii
@@ -22,10 +22,12 @@ from ddb_capacity_runtime.core.validators import is_whole
 
 from .props import duration_prop, known_at_synth
 from .scaler import ThrottleAwareScaler
+from .stream_signal import STREAM_ALARM_IDS
 from .table_parts import table_keys
 
 if TYPE_CHECKING:
     from .capacity_requests import CapacityRequests
+    from .fast_path import FastPath
 
 
 def total_units(
@@ -124,6 +126,45 @@ def shared_tables(requests: CapacityRequests, kind: type[Any]) -> list[str]:
                 "lowers the table under the other's hold): serve it from one"
             )
     return errors
+
+
+def unused_options(
+    requests: CapacityRequests,
+    fast_path: FastPath | None,
+    alarms: Sequence[str],
+    function_options: object,
+) -> None:
+    """Options for an alarm (``alarms``: those no alarm was made for) or a function these
+    props never make refused, naming the option and why it is not made."""
+    made = {
+        "Broker": requests.broker,
+        "Restorer": requests.restorer,
+        "Signals": requests.signals,
+        "StreamReader": requests.stream_reader,
+    }
+    given = function_options if isinstance(function_options, Mapping) else {}
+    unused = [(f"alarm_options[{a!r}] configures an alarm", a) for a in alarms] + [
+        (f"function_options[{f!r}] configures a function", f) for f in given if not made.get(f)
+    ]
+    if unused:
+        option, name = unused[0]
+        raise CapacityConfigError(
+            f"{requests._where}: {option} these props never make: "
+            f"{_never_made(name, fast_path)}; remove it"
+        )
+
+
+def _never_made(name: str, fast_path: FastPath | None) -> str:
+    """Why the alarm or function ``name`` is not made."""
+    if name in ("Restorer", "RestorerErrors", "HoldsBusy"):
+        return "restore_every=None leaves the restorer out"
+    if fast_path is None:
+        return "there is no fast path (fast_path=None)"
+    if name == "SurgeUnits":
+        return "FastPath(surge_alarm_units=None) leaves that alarm out"
+    if name == "StreamReader" or name in STREAM_ALARM_IDS:
+        return "the fast path has no stream signal (FastPath(stream=None))"
+    return "it is not made with these props"
 
 
 def store_of(scaler: ThrottleAwareScaler) -> str:

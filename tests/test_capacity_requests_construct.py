@@ -19,6 +19,8 @@ from constructs_pkg import (
     Capacity,
     CapacityConfigError,
     CapacityRequests,
+    FastPath,
+    FunctionOptions,
     ProvisionedTable,
     ThrottleAwareScaler,
 )
@@ -793,3 +795,91 @@ def test_a_table_given_twice_is_refused(stack: cdk.Stack) -> None:
         with pytest.raises(CapacityConfigError) as info:
             CapacityRequests(stack, f"R{len(stack.node.children)}", tables=given)
         assert str(info.value).split(": ", 1)[1] == f"{message}; list each table once"
+
+
+NO_FAST_PATH = "there is no fast path (fast_path=None)"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "option", "why"),
+    [
+        (
+            {"alarm_options": {"SurgeUnits": AlarmOptions(enabled=False)}},
+            "alarm_options['SurgeUnits'] configures an alarm",
+            NO_FAST_PATH,
+        ),
+        (
+            {"alarm_options": {"SignalsErrors": AlarmOptions(threshold=3)}},
+            "alarm_options['SignalsErrors'] configures an alarm",
+            NO_FAST_PATH,
+        ),
+        (
+            {
+                "fast_path": FastPath(surge_alarm_units=None),
+                "alarm_options": {"SurgeUnits": AlarmOptions(threshold=5)},
+            },
+            "alarm_options['SurgeUnits'] configures an alarm",
+            "FastPath(surge_alarm_units=None) leaves that alarm out",
+        ),
+        (
+            {"fast_path": FastPath(), "alarm_options": {"StreamLag": AlarmOptions(threshold=5)}},
+            "alarm_options['StreamLag'] configures an alarm",
+            "the fast path has no stream signal (FastPath(stream=None))",
+        ),
+        (
+            {"restore_every": None, "alarm_options": {"HoldsBusy": AlarmOptions(threshold=5)}},
+            "alarm_options['HoldsBusy'] configures an alarm",
+            "restore_every=None leaves the restorer out",
+        ),
+        (
+            {"function_options": {"Signals": FunctionOptions(memory_size=512)}},
+            "function_options['Signals'] configures a function",
+            NO_FAST_PATH,
+        ),
+        (
+            {
+                "fast_path": FastPath(),
+                "function_options": {"StreamReader": FunctionOptions(memory_size=512)},
+            },
+            "function_options['StreamReader'] configures a function",
+            "the fast path has no stream signal (FastPath(stream=None))",
+        ),
+        (
+            {
+                "restore_every": None,
+                "function_options": {"Restorer": FunctionOptions(memory_size=512)},
+            },
+            "function_options['Restorer'] configures a function",
+            "restore_every=None leaves the restorer out",
+        ),
+    ],
+)
+def test_options_for_what_is_never_made_are_refused(
+    stack: cdk.Stack, kwargs: dict[str, Any], option: str, why: str
+) -> None:
+    # (they were ignored without a word)
+    with pytest.raises(CapacityConfigError) as info:
+        CapacityRequests(stack, "Requests", tables=[tables(stack)[0]], **kwargs)
+    assert str(info.value) == (
+        f"CapacityRequests Test/Requests: {option} these props never make: {why}; remove it"
+    )
+
+
+def test_every_alarm_made_takes_its_options(stack: cdk.Stack) -> None:
+    from constructs_pkg.capacity_requests import ALARM_IDS
+
+    # GIVEN capacity requests with everything that has alarms
+    requests = CapacityRequests(
+        stack, "Requests", tables=[tables(stack)[0]], fast_path=FastPath(stream=True)
+    )
+    # THEN each alarm it makes may be given options, and none is left out
+    assert sorted(requests.alarms) == sorted(ALARM_IDS)
+    # and, given options for each, it is made
+    again = CapacityRequests(
+        cdk.Stack(cdk.App(), "Again"),
+        "Requests",
+        tables=[tables(cdk.Stack(cdk.App(), "T"))[0]],
+        fast_path=FastPath(stream=True),
+        alarm_options={alarm_id: AlarmOptions(threshold=9) for alarm_id in ALARM_IDS},
+    )
+    assert sorted(again.alarms) == sorted(ALARM_IDS)
