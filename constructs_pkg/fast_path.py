@@ -400,7 +400,7 @@ def instrument_function(
         raise CapacityConfigError(
             f"{owner._where}: instrument: mode must be one of {', '.join(MODES)}; got {shown(mode)}"
         )
-    names = _table_names(owner._where, tables)
+    names = _table_names(owner, tables)
     grant = owner.grant_signals(function)
     function.add_layers(hook_layer(owner))
     function.add_environment(WRAPPER_ENV, HOOK_WRAPPER)
@@ -560,8 +560,10 @@ def _acknowledge_stream_reader(reader: lambda_.Function) -> None:
     )
 
 
-def _table_names(where: str, tables: Sequence[str] | None) -> list[str]:
-    """The table names an instrumented function reports on (None: every table)."""
+def _table_names(owner: CapacityRequests, tables: Sequence[str] | None) -> list[str]:
+    """The table names an instrumented function reports on (None: every table), each one
+    ``owner`` serves (the signals function refuses reports on any other)."""
+    where = owner._where
     if tables is None:
         return []
     if isinstance(tables, str) or not isinstance(tables, Sequence):
@@ -573,5 +575,18 @@ def _table_names(where: str, tables: Sequence[str] | None) -> list[str]:
         raise CapacityConfigError(
             f"{where}: instrument: tables must name 1 or more tables (3 to 255 of "
             f"a-z A-Z 0-9 _ . -); got {shown(bad[0] if bad else tables)}"
+        )
+    served = [t.table_name for t in owner.tables]
+    foreign = [t for t in tables if t not in served]
+    if foreign:
+        shown_served = (
+            f"{(made or t).node.path} (give its table_name)"
+            if is_token(t.table_name)
+            else shown(t.table_name)
+            for t, made, _ in owner._indexes
+        )
+        raise CapacityConfigError(
+            f"{where}: instrument: tables must name tables these requests serve; got "
+            f"{shown(foreign[0])}: they serve {', '.join(shown_served)}"
         )
     return list(tables)

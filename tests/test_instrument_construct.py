@@ -14,6 +14,7 @@ from pathlib import Path
 
 import aws_cdk as cdk
 import pytest
+from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk.assertions import Template
 
@@ -39,7 +40,8 @@ def _app_function(
 
 def test_a_function_is_instrumented_without_a_change_to_its_code(stack: cdk.Stack) -> None:
     shipments, _ = tables(stack)
-    requests = CapacityRequests(stack, "Requests", tables=[shipments], fast_path=FastPath())
+    named = dynamodb.Table.from_table_name(stack, "Named", "shipments")
+    requests = CapacityRequests(stack, "Requests", tables=[named], fast_path=FastPath())
     function = _app_function(stack)
     grant = requests.instrument(function, tables=["shipments"], mode="throttles")
     other = _app_function(stack, name="Other", module="other")
@@ -230,3 +232,21 @@ def test_a_wrapper_set_after_instrument_fails_synthesis(stack: cdk.Stack) -> Non
         "the hook's wrapper (a function runs one wrapper): the hook would never be "
         "installed; keep one of the two"
     ]
+
+
+def test_instrument_takes_only_tables_the_requests_serve(stack: cdk.Stack) -> None:
+    shipments, plain = tables(stack)
+    named = dynamodb.Table.from_table_name(stack, "Named", "orders")
+    requests = CapacityRequests(stack, "Requests", tables=[shipments, named], fast_path=FastPath())
+    # WHEN a function is instrumented on a table the requests do not serve
+    for i, wrong in enumerate(("NotServed", plain.table_name)):
+        with pytest.raises(CapacityConfigError) as raised:
+            requests.instrument(_app_function(stack, name=f"F{i}"), tables=["orders", wrong])
+        # THEN it is refused by name (the signals function would refuse its reports)
+        assert str(raised.value) == (
+            "CapacityRequests Test/Requests: instrument: tables must name tables these "
+            f"requests serve; got {wrong!r}: they serve Test/Shipments (give its table_name), "
+            "'orders'"
+        )
+    # AND a served table, by its name or its table_name, is taken
+    requests.instrument(_app_function(stack), tables=["orders", shipments.table.table_name])
