@@ -88,6 +88,7 @@ from .stream_signal import (
     check_stream_signal,
 )
 from .table import REQUESTS_GLOBAL, TableCapacity, check_table, index_names_of, table_list
+from .table_parts import is_table, table_shown
 
 DEFAULT_RESTORE_EVERY = Duration.minutes(5)
 """How often expired holds are ended by default: a hold outlives its expiry by at most this."""
@@ -523,8 +524,11 @@ class CapacityRequests(Construct):
         target = table.table if isinstance(table, TableCapacity) else table
         entry = next((e for e in self._indexes if e[0] is target), None)
         if entry is None:
+            served = ", ".join(table_shown(t, (o or t).node.path) for t, o, _ in self._indexes)
+            got = table_shown(target)
             raise CapacityConfigError(
-                f"{self._where}: allow_index needs one of this construct's tables; got {table!r}"
+                f"{self._where}: allow_index needs one of this construct's tables ({served}); "
+                f"got {'table ' if is_table(target) else ''}{got}"
             )
         if not isinstance(index_name, str) or not 3 <= len(index_name) <= 255:
             raise CapacityConfigError(

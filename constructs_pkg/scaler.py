@@ -18,7 +18,7 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_sns as sns
 from constructs import Construct, IValidation
 
-from ddb_capacity_runtime.core.errors import CapacityConfigError
+from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 from ddb_capacity_runtime.core.names import DIMENSIONS, STORE_ENV, WORST_TABLE_METRICS
 from ddb_capacity_runtime.core.settings import (
     CONSTRUCT_SETTINGS,
@@ -418,7 +418,7 @@ class ThrottleAwareScaler(Construct):
         the requests' hold store (and its ``HoldsDropped`` alarm, when on)."""
         if not (hasattr(table, "table_arn") and hasattr(table, "table_name")):
             raise CapacityConfigError(
-                f"{self._where}: use_state_store needs an aws_dynamodb.ITable; got {table!r}"
+                f"{self._where}: use_state_store needs an aws_dynamodb.ITable; got {shown(table)}"
             )
         if table is self.state_store:
             return

@@ -57,6 +57,7 @@ from .table_parts import (
     check_type,
     gsis_of,
     identity_of,
+    is_table,
     known_entry,
     on_demand,
     warm_json,
@@ -250,9 +251,14 @@ class TableCapacity(TableDelegation, Construct):
         if not isinstance(table, dynamodb.Table) and (
             not hasattr(table, "table_name") or is_token(table.table_name)
         ):
+            got = (
+                f"table {table.node.path}, whose name is known at deploy time only"
+                if is_table(table)
+                else shown(table)
+            )
             raise CapacityConfigError(
                 f"{where}: table must be an aws_dynamodb.Table of this app, or one "
-                f"imported by name (Table.from_table_name); got {table!r}"
+                f"imported by name (Table.from_table_name); got {got}"
             )
         if isinstance(table, dynamodb.Table):
             billing = Stack.of(table).resolve(cfn_of(table).billing_mode)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import jsii
 from aws_cdk import (
@@ -25,7 +25,7 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from constructs import Construct, IValidation
 
-from ddb_capacity_runtime.core.errors import CapacityConfigError
+from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 from ddb_capacity_runtime.core.names import resource_id
 from ddb_capacity_runtime.core.tags import PREWARM_TAG
 from ddb_capacity_runtime.schedule.entries import CapacityWindow, TableSchedule
@@ -153,6 +153,25 @@ def table_keys(table: dynamodb.ITable) -> list[tuple[str, str]]:
     if not isinstance(name, str) or is_token(name):
         return keys
     return [*keys, (Stack.of(table).node.path, name)]
+
+
+def is_table(value: object) -> bool:
+    """Whether ``value`` is an ``aws_dynamodb.ITable`` (a protocol ``isinstance`` cannot
+    check): a construct with a table's name and ARN."""
+    named = hasattr(value, "table_name") and hasattr(value, "table_arn")
+    return isinstance(value, Construct) and named
+
+
+def table_shown(table: object, path: str | None = None) -> str:
+    """``table`` as a message names it: its ``path`` (default: its construct's), and its
+    name where it is known at synth (``Test/Named ('orders')``); anything that is not a
+    table as `shown` has it."""
+    if not is_table(table):
+        return shown(table)
+    assert isinstance(table, Construct)
+    keys = table_keys(cast(dynamodb.ITable, table))
+    path = path or table.node.path
+    return f"{path} ({keys[1][1]!r})" if len(keys) > 1 else path
 
 
 class ImportedDimension:

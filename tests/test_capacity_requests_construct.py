@@ -260,9 +260,21 @@ def test_the_holds_total_and_the_brokers_concurrency_are_props(stack: cdk.Stack)
 
 def test_allow_index_needs_one_of_its_tables(stack: cdk.Stack) -> None:
     shipments, plain = tables(stack)
-    requests = CapacityRequests(stack, "Requests", tables=[shipments], restore_every=None)
-    with pytest.raises(CapacityConfigError, match="allow_index needs one of this construct's"):
-        requests.allow_index(plain, "byDay")
+    named = dynamodb.Table.from_table_name(stack, "Named", "orders")
+    requests = CapacityRequests(stack, "Requests", tables=[shipments, named], restore_every=None)
+    # WHEN an index of another table is allowed THEN it is refused, naming the table (a
+    # table imported by name, by that name too) and the construct's own
+    imported = dynamodb.Table.from_table_name(stack, "Imported", "legacy")
+    for table, shown in [(plain, "table Test/Plain"), (imported, "table Test/Imported ('legacy')")]:
+        with pytest.raises(CapacityConfigError) as info:
+            requests.allow_index(table, "byDay")
+        assert str(info.value) == (
+            "CapacityRequests Test/Requests: allow_index needs one of this construct's tables "
+            f"(Test/Shipments, Test/Named ('orders')); got {shown}"
+        )
+    with pytest.raises(CapacityConfigError) as info:
+        requests.allow_index("orders", "byDay")  # type: ignore[arg-type]
+    assert str(info.value).endswith("; got 'orders'")
     with pytest.raises(CapacityConfigError, match="index_name must be .* got 'x'"):
         requests.allow_index(shipments, "x")
 

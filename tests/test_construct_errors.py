@@ -357,3 +357,14 @@ def test_a_simulation_of_the_past_is_not_judged_by_the_clock() -> None:
     schedule = TableSchedule("sim", {(None, "read"): (1, 10)}, 40_000)
     entry = ScheduleEntry(name="x", schedule="at(2020-01-05T14:57:00)", min_capacity=5)
     assert schedule.add_entry(entry, None, "read").expression.at == datetime(2020, 1, 5, 14, 57)
+
+
+def test_a_table_whose_name_is_unknown_at_synth_is_named_by_its_path(stack: cdk.Stack) -> None:
+    imported = dynamodb.Table.from_table_name(stack, "Imported", cdk.Fn.import_value("Name"))
+    with pytest.raises(CapacityConfigError) as caught:
+        TableCapacity(stack, "Capacity", table=imported, read=SMALL, write=SMALL)
+    assert str(caught.value) == (
+        "TableCapacity Test/Capacity: table must be an aws_dynamodb.Table of this app, or one "
+        "imported by name (Table.from_table_name); got table Test/Imported, whose name is "
+        "known at deploy time only"
+    )
