@@ -359,7 +359,7 @@ class GlobalTableCapacity(Construct):
             )
         if table is not None:
             given = stack.resolve(cfn.warm_throughput)
-            self._set_warm(cfn, "WarmThroughput", "high_water_mark", table, given)
+            self._set_warm(cfn, "WarmThroughput", "high_water_mark", table, given, None)
         gsis = stack.resolve(cfn.global_secondary_indexes) or []
         for n, gsi in enumerate(gsis):
             mark = indexes.get(gsi.get("indexName"))
@@ -370,10 +370,17 @@ class GlobalTableCapacity(Construct):
                     f"index_high_water_marks[{gsi['indexName']!r}]",
                     mark,
                     gsi.get("warmThroughput"),
+                    gsi.get("indexName"),
                 )
 
     def _set_warm(
-        self, cfn: dynamodb.CfnGlobalTable, path: str, field: str, mark: object, given: object
+        self,
+        cfn: dynamodb.CfnGlobalTable,
+        path: str,
+        field: str,
+        mark: object,
+        given: object,
+        index: str | None,
     ) -> None:
         if not isinstance(mark, HighWaterMark) or (mark.read is None and mark.write is None):
             raise CapacityConfigError(
@@ -386,7 +393,7 @@ class GlobalTableCapacity(Construct):
                 f"({shown(given)}); give the high-water mark in one place"
             )
         warm = {}
-        for key, units in (("ReadUnitsPerSecond", mark.read), ("WriteUnitsPerSecond", mark.write)):
+        for dimension, units in (("read", mark.read), ("write", mark.write)):
             if units is None:
                 continue
             if not is_token(units) and not is_whole(units, 1, self.table_quota):
@@ -394,8 +401,29 @@ class GlobalTableCapacity(Construct):
                     f"{self._where}: {field}: got {shown(units)} units a second; expected a "
                     f"whole number from 1 to table_quota ({self.table_quota})"
                 )
-            warm[key] = units
+            if not is_token(units):
+                self._at_least_minimum(field, index, dimension, units)
+            warm[f"{dimension.title()}UnitsPerSecond"] = units
         cfn.add_property_override(path, warm)
+
+    def _at_least_minimum(self, field: str, index: str | None, dimension: str, units: int) -> None:
+        """A mark (``units`` of ``index``'s ``dimension``) below the template's minimum in
+        a Region refused, as `Capacity` refuses one below its ``min_capacity``."""
+        minimums = {
+            region: ranges[(index, dimension)][0]
+            for region, ranges in self._spec.ranges.items()
+            if (index, dimension) in ranges
+        }
+        if not minimums or units >= max(minimums.values()):
+            return
+        region, floor = max(minimums.items(), key=lambda kv: kv[1])
+        there = "" if len(set(minimums.values())) == 1 else f" in {_label(region)}"
+        what = "the table" if index is None else f"index {index!r}"
+        raise CapacityConfigError(
+            f"{self._where}: {field}: {dimension} ({units}) is below the {dimension} minimum "
+            f"of {what}{there} ({floor}, its template's); a high-water mark is the peak the "
+            "table must take, at least its minimum"
+        )
 
 
 def _checked_table(where: str, table: object) -> dynamodb.TableV2:

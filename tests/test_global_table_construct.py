@@ -396,6 +396,37 @@ def test_bad_tables_and_marks_are_refused(kwargs: dict[str, Any], message: str) 
         make(**kwargs)
 
 
+@pytest.mark.parametrize(
+    ("marks", "message"),
+    [
+        (
+            {"high_water_mark": HighWaterMark(write=3)},
+            "high_water_mark: write (3) is below the write minimum of the table (5, its "
+            "template's)",
+        ),
+        (
+            {"high_water_mark": HighWaterMark(read=9, write=50)},
+            "high_water_mark: read (9) is below the read minimum of the table in eu-west-1 "
+            "(10, its template's)",
+        ),
+        (
+            {"index_high_water_marks": {"byCustomer": HighWaterMark(read=2)}},
+            "index_high_water_marks['byCustomer']: read (2) is below the read minimum of "
+            "index 'byCustomer' (5, its template's)",
+        ),
+    ],
+)
+def test_a_mark_below_the_templates_minimum_is_refused(marks: dict[str, Any], message: str) -> None:
+    # (as Capacity refuses a mark below its min_capacity)
+    with pytest.raises(CapacityConfigError) as refused:
+        make(**marks)
+    assert str(refused.value) == (
+        f"GlobalTableCapacity Global/Capacity: {message}; a high-water mark is the peak the "
+        "table must take, at least its minimum"
+    )
+    make(high_water_mark=HighWaterMark(read=10, write=5))  # at the minimum: taken
+
+
 def test_an_on_demand_global_table_is_refused() -> None:
     stack = new_stack()
     table = dynamodb.TableV2(stack, "T", partition_key=KEY, billing=dynamodb.Billing.on_demand())
