@@ -31,7 +31,7 @@ from ddb_capacity_runtime.core.tags import PREWARM_TAG
 from ddb_capacity_runtime.schedule.entries import CapacityWindow, TableSchedule
 from ddb_capacity_runtime.schedule.expressions import zone_name
 
-from .capacity import Capacity
+from .capacity import Capacity, PrewarmMethod
 from .props import bool_prop, duration_prop, is_token, known_at_synth, optional_bool_prop
 
 if TYPE_CHECKING:
@@ -321,7 +321,21 @@ class ScheduleValidation:
             if warning not in self._warned:
                 self._warned.add(warning)
                 Annotations.of(self._table).add_warning_v2("ddb-capacity:schedule", warning)
+        marks = [c.high_water_mark for dims in table._capacity.values() for c in dims.values()]
+        settled = table.prewarm is PrewarmMethod.PROVISION_THEN_SETTLE
+        if settled and all(m is None for m in marks) and PREWARM_UNUSED not in self._warned:
+            self._warned.add(PREWARM_UNUSED)
+            Annotations.of(table).add_warning_v2(
+                PREWARM_UNUSED,
+                f"{table._where}: prewarm=PROVISION_THEN_SETTLE, but neither the table nor any "
+                "of its indexes has a high_water_mark, so nothing is pre-warmed: give a "
+                "dimension Capacity(high_water_mark=...), or leave prewarm out",
+            )
         return errors
+
+
+PREWARM_UNUSED = "ddb-capacity:prewarm-without-mark"
+"""The warning of a PROVISION_THEN_SETTLE table with no high-water mark: a no-op."""
 
 
 MAX_TABLE_TAGS = 50

@@ -307,6 +307,34 @@ def test_prewarm_of_wrong_type(stack: cdk.Stack) -> None:
     )
 
 
+def test_provision_then_settle_with_no_mark_is_a_warning(stack: cdk.Stack) -> None:
+    from aws_cdk.assertions import Annotations
+
+    from constructs_pkg import PrewarmMethod
+
+    # GIVEN PROVISION_THEN_SETTLE on a table, and on another whose GSI has a mark
+    settled = PrewarmMethod.PROVISION_THEN_SETTLE
+    make(stack, prewarm=settled)
+    marked = make_as(stack, "Marked", prewarm=settled)
+    mark = Capacity(min_capacity=5, max_capacity=100, high_water_mark=500)
+    marked.add_global_secondary_index(index_name="byGk", partition_key=GK, read=mark, write=OK)
+    # WHEN the app is synthesized THEN the first, which pre-warms nothing, is warned of
+    cdk.App.of(stack).synth()  # type: ignore[union-attr]
+    warned = [
+        (w.id, str(w.entry.data))
+        for w in Annotations.from_stack(stack).find_warning("*", Match.any_value())
+    ]
+    assert warned == [
+        (
+            "/Test/Orders",
+            f"{WHERE}: prewarm=PROVISION_THEN_SETTLE, but neither the table nor any of its "
+            "indexes has a high_water_mark, so nothing is pre-warmed: give a dimension "
+            "Capacity(high_water_mark=...), or leave prewarm out "
+            "[ack: ddb-capacity:prewarm-without-mark]",
+        )
+    ]
+
+
 def test_disable_scale_in_not_a_bool(stack: cdk.Stack) -> None:
     bad = Capacity(min_capacity=5, max_capacity=10, disable_scale_in="no")  # type: ignore[arg-type]
     message = error_of(lambda: make(stack, write=bad))
