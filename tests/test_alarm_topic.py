@@ -3,6 +3,7 @@ share one library topic and one KMS key per stack (the four-construct app, synth
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -234,3 +235,18 @@ def test_the_docs_say_what_each_construct_adds() -> None:
             added["AWS::CloudWatch::Alarm"],
         )
     assert documented() == measured
+
+
+def test_the_pages_count_the_scalers_own_alarms_as_it_makes_them() -> None:
+    # GIVEN a scaler of one table: its own alarms, and those of the table (their ids name it)
+    stack = cdk.Stack(cdk.App(), "Own", env=cdk.Environment(region="us-east-1"))
+    scaler = ThrottleAwareScaler(stack, "S", tables=[with_table(stack)])
+    own = [alarm_id for alarm_id in scaler.alarms if "/" not in alarm_id]
+    per_table = len(scaler.alarms) - len(own)
+    # THEN each page that counts them says as many
+    footprint = FOOTPRINT_PAGE.read_text()
+    said = re.search(r"The scaler's (\d+) alarms are (\d+) of its own and (\d+) for the", footprint)
+    assert said is not None
+    assert [int(n) for n in said.groups()] == [len(scaler.alarms), len(own), per_table]
+    global_tables = (FOOTPRINT_PAGE.parent / "global-tables.md").read_text()
+    assert re.findall(r"the scaler's own (\d+)", " ".join(global_tables.split())) == [str(len(own))]
