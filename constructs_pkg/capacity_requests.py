@@ -323,8 +323,7 @@ class CapacityRequests(Construct):
             )
         self.tables: list[dynamodb.ITable] = []
         self._indexes: list[tuple[dynamodb.ITable, TableCapacity | None, list[str]]] = []
-        self._table_keys: dict[tuple[str, str], str] = {}
-        """Each table's keys (`table_parts.table_keys`), to its path."""
+        self._table_keys: dict[tuple[str, str], str] = {}  # `table_parts.table_keys` to path
         for table in given:
             check_table(self._where, table, REQUESTS_GLOBAL)
             owner = table if isinstance(table, TableCapacity) else None
@@ -525,10 +524,9 @@ class CapacityRequests(Construct):
         entry = next((e for e in self._indexes if e[0] is target), None)
         if entry is None:
             served = ", ".join(table_shown(t, (o or t).node.path) for t, o, _ in self._indexes)
-            got = table_shown(target)
             raise CapacityConfigError(
                 f"{self._where}: allow_index needs one of this construct's tables ({served}); "
-                f"got {'table ' if is_table(target) else ''}{got}"
+                f"got {'table ' if is_table(target) else ''}{table_shown(target)}"
             )
         if not isinstance(index_name, str) or not 3 <= len(index_name) <= 255:
             raise CapacityConfigError(

@@ -251,11 +251,8 @@ class TableCapacity(TableDelegation, Construct):
         if not isinstance(table, dynamodb.Table) and (
             not hasattr(table, "table_name") or is_token(table.table_name)
         ):
-            got = (
-                f"table {table.node.path}, whose name is known at deploy time only"
-                if is_table(table)
-                else shown(table)
-            )
+            known = f"table {table.node.path}, whose name is known at deploy time only"
+            got = known if is_table(table) else shown(table)
             raise CapacityConfigError(
                 f"{where}: table must be an aws_dynamodb.Table of this app, or one "
                 f"imported by name (Table.from_table_name); got {got}"
@@ -545,9 +542,8 @@ class TableCapacity(TableDelegation, Construct):
         self._render_schedules(index_name, dimension)
 
     def schedule_preview(self, *, count: int = 10, start: datetime | None = None) -> list[Event]:
-        """The next ``count`` firings (a whole number, 1 or more) of the table's schedule
-        from ``start`` (default: now), each with its dimension's effective min and max after
-        it."""
+        """The next ``count`` (1 or more) firings of the table's schedule from ``start``
+        (default: now), each with its dimension's effective min and max after it."""
         return self._schedule.preview(count, start or datetime.now(UTC))
 
     def _render_schedules(self, index_name: str | None, dimension: str) -> None:
