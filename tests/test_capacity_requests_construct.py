@@ -789,7 +789,7 @@ def test_a_table_given_twice_is_refused(stack: cdk.Stack) -> None:
     named = dynamodb.Table.from_table_name(stack, "Named", "orders")
     again = dynamodb.Table.from_table_name(stack, "Again", "orders")
     carts = dynamodb.Table(stack, "Carts", partition_key=PK, table_name="carts")
-    for given, message in [
+    cases: list[tuple[list[Any], str]] = [
         ([shipments, shipments], "tables lists table Test/Shipments twice"),
         ([shipments, shipments.table], "tables lists table Test/Shipments twice"),
         ([named, named], "tables lists table Test/Named twice"),
@@ -803,7 +803,8 @@ def test_a_table_given_twice_is_refused(stack: cdk.Stack) -> None:
             "tables lists Test/Carts and Test/Imported, which are one table (named 'carts' in "
             "stack Test)",
         ),
-    ]:
+    ]
+    for given, message in cases:
         with pytest.raises(CapacityConfigError) as info:
             CapacityRequests(stack, f"R{len(stack.node.children)}", tables=given)
         assert str(info.value).split(": ", 1)[1] == f"{message}; list each table once"
