@@ -669,7 +669,7 @@ class _ScalerValidation:
 
     def validate(self) -> list[str]:
         s = self._scaler
-        errors = self._shared()
+        errors = self._shared() + s._alarm_parts.unused_options(s._where)
         if not s._tables and not s.tag_key:
             errors.append(
                 f"{s._where}: nothing to manage: pass tables=[...], call add_table(...) or "

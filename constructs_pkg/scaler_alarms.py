@@ -224,6 +224,23 @@ class ScalerAlarms:
             ),
         )
 
+    def unused_options(self, where: str) -> list[str]:
+        """An error for each ``alarm_options`` entry of an alarm this scaler never made
+        (asked at synth, once every table is added), naming the option and why."""
+        per_table = "it manages no table explicitly (tables found by tag get no per-table alarms)"
+        why = {
+            "BatchErrors": "it is not sharded (sharded=False)",
+            "BatchesLate": "it is not sharded (sharded=False)",
+            "TargetNotOwned": "own_target is off",
+            "SustainedThrottling": per_table,
+            "HotKey": per_table,
+        }
+        return [
+            f"{where}: alarm_options[{a!r}] configures an alarm this scaler never makes: "
+            f"{why.get(a, 'its props leave it out')}; remove it"
+            for a in self.alarm_set.unused()
+        ]
+
     def hot_key(self, table: dynamodb.ITable, label: str) -> None:
         """The table's hot-key alarm: the key-range throttles the scaler counts for it (its
         GSIs' included) in every tick of ``hot_key_for``. Named after the table, as the

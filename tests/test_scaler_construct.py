@@ -1234,3 +1234,34 @@ def test_the_tag_key_and_the_legacy_window_are_taken_at_their_edges() -> None:
     for outside in (today - timedelta(days=1), last + timedelta(days=1)):
         with pytest.raises(CapacityConfigError, match="read_legacy_state_until must be"):
             checked_legacy_until("Scaler", outside)
+
+
+def test_options_for_an_alarm_the_scaler_never_makes_fail_synthesis(stack: cdk.Stack) -> None:
+    # GIVEN a scaler, not sharded, not owning targets, given options for those alarms, and
+    # one found by tag given options for the per-table alarms it never makes
+    table = feed(stack)
+    options = {"BatchErrors": AlarmOptions(threshold=2), "TargetNotOwned": AlarmOptions()}
+    scaler = ThrottleAwareScaler(stack, "Scaler", tables=[table], alarm_options=options)
+    tagged = ThrottleAwareScaler(
+        stack, "Tagged", tag_key="k", alarm_options={"HotKey": AlarmOptions(threshold=3)}
+    )
+    # THEN synthesis names each option and why it does nothing (it was silently ignored)
+    never = "configures an alarm this scaler never makes"
+    assert scaler.node.validate() == [
+        f"ThrottleAwareScaler Test/Scaler: alarm_options['BatchErrors'] {never}: it is not "
+        "sharded (sharded=False); remove it",
+        f"ThrottleAwareScaler Test/Scaler: alarm_options['TargetNotOwned'] {never}: own_target "
+        "is off; remove it",
+    ]
+    assert tagged.node.validate() == [
+        f"ThrottleAwareScaler Test/Tagged: alarm_options['HotKey'] {never}: it manages no table "
+        "explicitly (tables found by tag get no per-table alarms); remove it"
+    ]
+    # AND options for alarms it makes, the per-table ones included, are taken
+    made = ThrottleAwareScaler(
+        stack,
+        "Made",
+        tables=[dynamodb.Table.from_table_name(stack, "Other", "other")],
+        alarm_options={"HotKey": AlarmOptions(threshold=3), "Updating": AlarmOptions()},
+    )
+    assert made.node.validate() == []
