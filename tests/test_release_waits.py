@@ -13,7 +13,12 @@ from typing import Any
 import pytest
 
 from ddb_capacity_runtime.core.holds import Hold, new_token, token_digest
-from ddb_capacity_runtime.requests import CapacityHold, CapacityRequestFailed, release_hold
+from ddb_capacity_runtime.requests import (
+    CapacityHold,
+    CapacityRequestError,
+    CapacityRequestFailed,
+    release_hold,
+)
 from ddb_capacity_runtime.requests.broker import BrokerConfig, serve
 from ddb_capacity_runtime.requests.context import Context
 from ddb_capacity_runtime.requests.ending import RELEASE_WAIT
@@ -133,3 +138,11 @@ def test_a_broker_release_meeting_another_update_in_flight_tries_again_once_acti
     assert answer["ok"] is True
     assert [(r["status"], r["to"]) for r in answer["changes"]] == [("applied", 10)]
     assert _holds(store) == []
+
+
+@pytest.mark.parametrize("table", [5, "", "a", "bad name!"])
+def test_a_release_of_no_table_name_is_refused_before_any_call(table: object) -> None:
+    # GIVEN a table argument DynamoDB would refuse (direct mode: botocore's own error before)
+    # WHEN it is released THEN the library refuses it by name, without a store or a Region
+    with pytest.raises(CapacityRequestError, match=r"^table: got .*; expected a table name"):
+        release_hold(table, HOLD_ID, token="t" * 32, store="holds")  # type: ignore[arg-type]

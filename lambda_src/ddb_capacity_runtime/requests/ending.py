@@ -26,6 +26,7 @@ from ..core.holds import (
     TableGone,
     level,
 )
+from ..core.names import is_table_name
 from ..core.outcomes import NOT_MADE, Status, reasons, result_row
 from ..core.plan import Change, Via
 from ..core.policy import Action
@@ -365,6 +366,10 @@ def release_hold(
     from .client import broker_name, direct_store, invoke_broker, one_way
 
     one_way(store, broker)
+    if not is_table_name(table):
+        raise CapacityRequestError(
+            f"table: got {shown(table)}; expected a table name (3 to 255 of a-z A-Z 0-9 _ . -)"
+        )
     via = broker_name(broker) if store is None else None
     if via is not None:
         if token is None:  # refused before the broker is invoked: it would refuse it too
