@@ -466,6 +466,12 @@ def test_one_tables_busy_leases_leave_the_other_tables_of_the_batch_their_time(
     rows = [r for r in answer["dimensions"] if r["table"] == busy]
     assert [r["status"] for r in rows] == ["deferred", "deferred"]
     assert counted(capsys.readouterr().out, "SurgesDeferred") == 2
+    # AND each of its dimensions' records is counted all the same (a stream gives no
+    # record twice: the next batch decides on sums that hold them)
+    sums = world.store_ddb.scan(TableName=world.store.name)["Items"]
+    counters = [i["sk"]["S"] for i in sums if i["pk"]["S"] == busy and "u" in i]
+    for dimension in ("table:write", "index/byUser:write"):
+        assert any(sk.endswith(f":{dimension}") for sk in counters), (dimension, counters)
     # AND the other table still got its turn: raised
     (row,) = [r for r in answer["dimensions"] if r["table"] == healthy]
     assert (row["status"], row.get("to")) == ("applied", 18)

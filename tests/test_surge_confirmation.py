@@ -119,3 +119,21 @@ def test_a_window_cloudwatch_has_not_delivered_is_unknown_and_the_surge_goes_on(
     out = capsys.readouterr().out
     assert counted(out, "SurgesUnconfirmed") == 0
     assert counted(out, "CorroborationFailed") >= 1
+
+
+def test_the_newest_minutes_the_witness_alone_shows_delivered_confirm_nothing_away(
+    world: World,  # noqa: F811 (the fixture)
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # GIVEN a table serving 300 units/s (at 100), whose own minutes CloudWatch has delivered
+    # only up to 5 minutes before the surge's start, while the state store's reads that
+    # witness delivery are there up to now (a table's metrics minutes behind the store's)
+    name = a_table(world, "Behind")
+    served_writes(world, name, 300, range(-8, -4))
+    store_reads(world, range(-8, 12))
+    # WHEN its processes report past the first 5 minutes
+    rows = looks(world, name)
+    # THEN the surge goes on: the newest minutes, empty of the table's own datapoints, are
+    # not taken for minutes that served nothing (they may not be delivered for it yet)
+    assert [r["status"] for r in rows] == ["applied"] + ["renewed"] * 7
+    assert counted(capsys.readouterr().out, "SurgesUnconfirmed") == 0

@@ -100,8 +100,10 @@ def trusted_demand(
     limit or an on-demand maximum left out; all of them when the causes cannot be read).
     ``witness``: a table read at every look (the state store), whose consumed reads show
     which minutes CloudWatch delivered (`metrics.fetch`): a minute up to the newest
-    delivered is known (0 when DynamoDB published nothing for it: an idle dimension); a
-    minute after it, or answered but not to be trusted, is unknown (`Demand.unknown`: the
+    delivered is known (0 when DynamoDB published nothing for it: an idle dimension), but
+    for the newest `TRUSTED_LAG_MINUTES`, known only with a datapoint of the dimension's
+    own (the witness's may arrive before the dimension's); a minute after it, or answered
+    but not to be trusted, is unknown (`Demand.unknown`: the
     untrusted ones, and those of the minutes read that are not known delivered). Raises
     what GetMetricData raises."""
     key = (table, index, dimension)
@@ -111,7 +113,12 @@ def trusted_demand(
     if any(t > 0 for t in series.throttles):
         series = metrics.fetch_causes(cloudwatch, {key: series}, start, end, errors={})[key]
     unknown = series.unknown or [False] * len(series.consumed)
-    known = [i for i, u in enumerate(unknown) if not u][-TRUSTED_MINUTES:]
+    # a newest minute the witness alone shows delivered, with nothing of the dimension's own
+    # in it, may not be delivered for the dimension yet (1-3 minutes late): not known
+    lag = len(unknown) - TRUSTED_LAG_MINUTES
+    seen = [c > 0 or t > 0 for c, t in zip(series.consumed, series.throttles, strict=True)]
+    known = [i for i, u in enumerate(unknown) if not u and (i < lag or seen[i])]
+    known = known[-TRUSTED_MINUTES:]
     unfixable = series.unfixable or [0.0] * len(series.throttles)
     refused = sum((max(0.0, series.throttles[i] - unfixable[i]) for i in known), 0.0)
     undelivered = max(0, TRUSTED_MINUTES - len(known) - series.untrusted)

@@ -245,7 +245,7 @@ def _table(
                 continue
         counted = [w for w in windows if w.units.get(index, 0) > 0]
         if counted and deadline.left() <= 0:
-            rows.append(out_of_time(table, index, "write"))
+            rows.append(_counted_only(store, table, index, counted))
         elif counted:
             where = (table, index, deadline)
             rows.append(_dimension(ctx, store, where, counted, description, settings))
@@ -295,6 +295,22 @@ def _windows(records: list[Mapping[str, Any]], shape: Shape, now: float) -> list
     if malformed:
         count("StreamRecordsMalformed", malformed)
     return out
+
+
+def _counted_only(
+    store: HoldStore, table: str, index: str | None, windows: list[_Window]
+) -> dict[str, Any]:
+    """A dimension reached after its table's time share: its units still added to its
+    counters (a stream gives no record twice: the next batch decides on sums that hold
+    them), the decision deferred (`surge_raise.out_of_time`)."""
+    try:
+        _add(store, table, DimensionReport(index, "write", 0.0, 0).sort_key, index, windows)
+    except Exception as exc:
+        count("StreamFailed")
+        where: dict[str, Any] = {"table": table, "index": index, "dimension": "write"}
+        log_event("stream-failed", level=logging.ERROR, **where, reason=reason_of(exc))
+        return {**where, "status": "failed", "reason": reason_of(exc)}
+    return out_of_time(table, index, "write")
 
 
 def _dimension(
