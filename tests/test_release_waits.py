@@ -6,13 +6,14 @@ are what moto never answers: the table's client is botocore's Stubber, the hold 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
-from ddb_capacity_runtime.core.holds import Hold, new_token, token_digest
+from ddb_capacity_runtime.core.holds import DEFAULT_TIMEOUT, Hold, new_token, token_digest
 from ddb_capacity_runtime.requests import (
     CapacityHold,
     CapacityRequestError,
@@ -146,3 +147,37 @@ def test_a_release_of_no_table_name_is_refused_before_any_call(table: object) ->
     # WHEN it is released THEN the library refuses it by name, without a store or a Region
     with pytest.raises(CapacityRequestError, match=r"^table: got .*; expected a table name"):
         release_hold(table, HOLD_ID, token="t" * 32, store="holds")  # type: ignore[arg-type]
+
+
+def test_a_second_try_whose_lease_is_busy_past_the_deadline_fails_as_a_release_not_made(
+    stubbed: Any,  # noqa: F811
+) -> None:
+    stub, clients, plain = stubbed
+    clock = FakeClock()
+    store = dataclasses.replace(plain, clock=clock, sleep=clock.sleep)
+    token = new_token()
+    _held(store, token)
+    taken: list[Any] = []
+
+    def sleep(seconds: float) -> None:
+        # the table being updated is waited for: meanwhile another writer takes the lease,
+        # and the release's own deadline passes
+        clock.t += seconds
+        if not taken:
+            clock.t += DEFAULT_TIMEOUT.total_seconds()
+            taken.append(store.lease("Orders", None, "write", deadline=clock()))
+            taken[0].__enter__()
+
+    # GIVEN a table being updated at the release's first try, ACTIVE after a poll
+    stub.add_response("describe_table", _table("UPDATING", write=500))
+    stub.add_response("describe_table", _table("UPDATING", write=500))
+    _described(stub, _table(write=500))
+    # WHEN its holder releases it, and the second try's lease stays busy
+    with pytest.raises(CapacityRequestFailed, match="still busy") as info:
+        release_hold(
+            "Orders", HOLD_ID, token=token, store=store, clients=clients, clock=clock, sleep=sleep
+        )
+    # THEN it is a release not made (counted and alarmed through a broker), not a timeout
+    # refusal, and the hold stays
+    assert type(info.value) is CapacityRequestFailed
+    assert _holds(store) == [HOLD_ID]

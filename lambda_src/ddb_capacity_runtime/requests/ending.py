@@ -44,6 +44,9 @@ it tries once more."""
 WAITED_FOR = frozenset({Status.BUSY, Status.RETRY_NEXT_TICK})
 """Statuses of a decrease a release waits for the table and tries again: it was being
 updated."""
+SECOND_TRY_LEASE_S = 60
+"""How long a release's second try waits for a dimension's lease at least, past the release's
+own deadline (a broker's release stays within its 15 minutes)."""
 KEPT = NOT_MADE | WAITED_FOR
 """Statuses of a dimension a release left raised: its hold stays, with the capacity it raised,
 until a restore ends it at its expiry."""
@@ -319,7 +322,11 @@ def release_rows(
             read_table(ctx, table, index, until)  # ACTIVE again, or the wait is over
         except CapacityRequestError:
             pass  # still busy, gone, or failing: the second try's row says which
-    again = end_holds(ctx, store, table, ending, deadline=deadline)
+    try:  # its own lease wait: the first try's may have used the release's deadline up
+        until = max(deadline, store.clock() + SECOND_TRY_LEASE_S)
+        again = end_holds(ctx, store, table, ending, deadline=until)
+    except CapacityRequestTimeout:
+        return rows  # a lease not had in time: what stays is the first try's (still busy)
     tried = {(r["index"], r["dimension"]) for r in again}
     return [r for r in rows if (r["index"], r["dimension"]) not in tried] + again
 
