@@ -19,6 +19,7 @@ from ddb_capacity_runtime.requests import (
     CapacityRequestError,
     CapacityRequestFailed,
     release_hold,
+    request_capacity,
 )
 from ddb_capacity_runtime.requests.broker import BrokerConfig, serve
 from ddb_capacity_runtime.requests.context import Context
@@ -181,3 +182,26 @@ def test_a_second_try_whose_lease_is_busy_past_the_deadline_fails_as_a_release_n
     # refusal, and the hold stays
     assert type(info.value) is CapacityRequestFailed
     assert _holds(store) == [HOLD_ID]
+
+
+@pytest.mark.parametrize("status", ["INACCESSIBLE_ENCRYPTION_CREDENTIALS", "ARCHIVED"])
+def test_a_request_on_a_table_no_wait_makes_active_is_refused_at_once(
+    stubbed: Any,  # noqa: F811
+    status: str,
+) -> None:
+    stub, clients, store = stubbed
+    clock = FakeClock()
+    start = clock.t
+    # GIVEN a table whose KMS key DynamoDB cannot use (or archived): no wait ends it
+    stub.add_response("describe_table", _table(status))
+    # WHEN a worker asks for capacity, ready to wait 10 minutes
+    with pytest.raises(CapacityRequestError) as info:
+        request_capacity(
+            "Orders", write=500, clients=clients, store=store, clock=clock, sleep=clock.sleep
+        )
+    # THEN it is refused at once, naming the status (it waited its whole timeout, then
+    # answered a timeout, as for a table being updated), and nothing is held
+    assert type(info.value) is CapacityRequestError
+    assert f"status '{status}'" in str(info.value)
+    assert clock.t == start
+    assert _holds(store) == []

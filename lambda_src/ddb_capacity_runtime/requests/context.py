@@ -17,7 +17,13 @@ from botocore.exceptions import ClientError
 
 from ..aws import metrics, table_calls
 from ..aws.clients import Clients
-from ..aws.discovery import NotManaged, OnDemand, describe_table, table_targets
+from ..aws.discovery import (
+    NotManaged,
+    OnDemand,
+    TableUnavailable,
+    describe_table,
+    table_targets,
+)
 from ..aws.error_codes import describe_error, error_code
 from ..aws.minimum import set_minimum
 from ..core.deadline import NONE, Deadline
@@ -78,6 +84,10 @@ def read_table(ctx: Context, table: str, index: str | None, deadline: float | No
             raise TableGone(
                 f"table: {table} is on-demand; capacity requests apply to provisioned tables"
             ) from None
+        except TableUnavailable as exc:
+            if deadline is not None:  # no wait ends it: a request is refused at once
+                raise CapacityRequestError(f"table {table}: {exc}") from None
+            busy = str(exc)  # an ending: the hold stays, counted (HoldsBusy)
         except NotManaged as exc:
             busy = str(exc)
         except ClientError as exc:
