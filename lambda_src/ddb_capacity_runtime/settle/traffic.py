@@ -82,34 +82,34 @@ def traffic_needs(
     needs = Needs()
     for t, key in zip(read, keys, strict=True):
         s = series.get(key)
-        why = _unknown(s, failures) if s is not None else None
-        if s is None or why is not None:
+        known, why = _known(s, failures) if s is not None else (None, None)
+        if known is None:
             reason = why or f"its traffic could not be read ({'; '.join(failures)})"
             needs.left[t.key] = shown_text(reason, REASON_CHARS)
             continue
-        peak = max(delivered(s, METRIC_LAG_MINUTES)[0].consumed)
+        peak = max(known.consumed)
         needs.peaks[t.key] = peak
         needs.floors[t.key] = min(need_of(t, peak), t.high_water_mark)
     return needs
 
 
-def _unknown(series: Series, failures: list[str]) -> str | None:
-    """Why ``series`` cannot say what its dimension needs (None: it can): every minute up
-    to the newest delivered one must be known, at least `TRAFFIC_MINUTES` of them, and none
-    throttled."""
+def _known(series: Series, failures: list[str]) -> tuple[Series | None, str | None]:
+    """The minutes of ``series`` delivered (`core.plan.delivered`), when they can say what
+    its dimension needs: every minute up to the newest delivered one known, at least
+    `TRAFFIC_MINUTES` of them, and none throttled; else None and why not."""
     if failures and all(series.unknown):
-        return f"its traffic could not be read ({'; '.join(failures)})"
+        return None, f"its traffic could not be read ({'; '.join(failures)})"
     known, stopped = delivered(series, METRIC_LAG_MINUTES)
     minutes = len(series.minute_starts)
     if stopped or known.unknown_minutes or len(known.consumed) < TRAFFIC_MINUTES:
         unknown = sum(series.unknown)
-        return (
+        return None, (
             f"CloudWatch cannot vouch for {unknown} of its last {minutes} minutes of traffic "
             "(not delivered, not complete, or no datapoint of the table at all)"
         )
     if any(t > 0 for t in known.throttles):
-        return (
+        return None, (
             f"it was throttled in its last {len(known.consumed)} minutes: what it would "
             "consume is not known"
         )
-    return None
+    return known, None
