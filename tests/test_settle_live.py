@@ -242,6 +242,23 @@ def test_an_update_leaves_a_throttled_dimension_and_lowers_the_others(
     assert "throttled" in left["reason"]
 
 
+def to_operating(name: str) -> dict[str, Any]:
+    """The UpdateTable that settles ``name`` (its table and ``bySku``) to their operating
+    capacities, as configured."""
+    return {
+        "TableName": name,
+        "ProvisionedThroughput": {"ReadCapacityUnits": 100, "WriteCapacityUnits": 5},
+        "GlobalSecondaryIndexUpdates": [
+            {
+                "Update": {
+                    "IndexName": "bySku",
+                    "ProvisionedThroughput": {"ReadCapacityUnits": 10, "WriteCapacityUnits": 5},
+                }
+            }
+        ],
+    }
+
+
 def test_an_update_lowers_a_fixed_capacity_to_its_operating_without_reading_traffic(
     cloudwatch: Any,
 ) -> None:
@@ -253,18 +270,7 @@ def test_an_update_lowers_a_fixed_capacity_to_its_operating_without_reading_traf
     answer = settle(
         update_event(name, utilization=None),
         described(name),
-        {
-            "TableName": name,
-            "ProvisionedThroughput": {"ReadCapacityUnits": 100, "WriteCapacityUnits": 5},
-            "GlobalSecondaryIndexUpdates": [
-                {
-                    "Update": {
-                        "IndexName": "bySku",
-                        "ProvisionedThroughput": {"ReadCapacityUnits": 10, "WriteCapacityUnits": 5},
-                    }
-                }
-            ],
-        },
+        to_operating(name),
         cloudwatch,
     )
     # THEN each is lowered to its operating capacity, as configured; no traffic is read
@@ -287,18 +293,7 @@ def test_a_create_settles_a_new_table_to_its_operating_without_reading_traffic(
     answer = settle(
         event,
         table,
-        {
-            "TableName": name,
-            "ProvisionedThroughput": {"ReadCapacityUnits": 100, "WriteCapacityUnits": 5},
-            "GlobalSecondaryIndexUpdates": [
-                {
-                    "Update": {
-                        "IndexName": "bySku",
-                        "ProvisionedThroughput": {"ReadCapacityUnits": 10, "WriteCapacityUnits": 5},
-                    }
-                }
-            ],
-        },
+        to_operating(name),
         cloudwatch,
     )
     # THEN it is settled to its operating capacities, as before; no traffic is read
