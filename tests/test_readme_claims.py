@@ -68,3 +68,25 @@ def test_the_readmes_spike_figures_are_the_simulators() -> None:
     )
     missing = [s for s in said if s not in readme]
     assert missing == [], missing
+
+
+def test_the_readmes_spike_figures_without_a_signal_are_the_simulators() -> None:
+    """The first demo run (no stream): the library's policies do no better than stock."""
+    argv = ["simulate", "--scenario", "spike", "--json", "--quiet", "--workers", "1"]
+    argv += [
+        a for p in ("stock:70", "autopilot+stock:70", "autopilot+stock:80") for a in ("--policy", p)
+    ]
+    out, err = io.StringIO(), io.StringIO()
+    assert main(argv, out, err) == 0, err.getvalue()
+    one = totals(json.loads(out.getvalue())["policies"])
+    stock, same, more = (
+        one[p][0] for p in ("stock:70", "autopilot+stock:70", "autopilot+stock:80")
+    )
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    said = "`autopilot+stock:70` refuses what stock:70 refuses ({:.1f} M units) and"
+    if same == stock:
+        assert said.format(stock / 1e6) in readme
+    else:
+        assert "refuses what stock:70 refuses" not in readme, (same, stock)
+    assert more > stock
+    assert f"`autopilot+stock:80` more ({more / 1e6:.1f} M)" in readme
