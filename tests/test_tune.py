@@ -333,6 +333,26 @@ def test_the_floor_lets_a_cheaper_candidate_refusing_a_little_more_be_recommende
     assert decide(over, Rule(), trace, ModelParams()).recommended.policy != "autopilot:70"
 
 
+def test_a_pick_whose_worst_setting_refuses_more_than_the_references_worst_is_flagged() -> None:
+    trace = Trace("t", datetime(2026, 1, 5, tzinfo=UTC), {(None, "read"): [1_000.0] * 1440})
+    stock = [_c(p, 10 * n, 100 - 5 * n) for n, p in enumerate(STOCK)]
+    stock[0] = Candidate(STOCK[0], Spread(0, 0, 500), Spread(100, 100, 100))
+
+    def decided(worst: float) -> str:
+        pick = Candidate("autopilot:70", Spread(0, 100, worst), Spread(40, 40, 40))
+        tuning = decide([*stock, pick, _c("on-demand", 0, 120)], Rule(), trace, ModelParams())
+        assert tuning.recommended.policy == "autopilot:70"
+        return tuning.reason
+
+    flagged = decided(3_000)
+    assert (
+        "Its worst model setting refuses 3,000 units, more than stock:30's worst (500): the "
+        "rule compares medians over the ensemble" in flagged
+    )
+    assert "or deploy stock:30." in flagged
+    assert "worst model setting" not in decided(500)
+
+
 def test_the_price_rule_minimises_cost_plus_the_refusals_at_the_price() -> None:
     rng = random.Random(11)
     for _ in range(300):

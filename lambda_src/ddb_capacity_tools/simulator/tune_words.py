@@ -138,8 +138,24 @@ def reason_words(
             f"{best.policy} ({money(best.cost)}, {best.refused:,.0f} {units} refused), the "
             "stock setting that refuses least."
         )
+    words += _worst_words(pick, best, units)
     words.append(_on_demand_words(od, money, units))
     return " ".join(words)
+
+
+def _worst_words(pick: Candidate, best: Candidate, units: str) -> list[str]:
+    """A warning when ``pick``'s worst model setting refuses more than ``best``'s worst:
+    the rule compares medians, and on a trace whose bursts the settings disagree on, the
+    pick's worst case can be well past the reference's."""
+    worst, theirs = pick.throttled_requests.max, best.throttled_requests.max
+    if pick is best or worst <= theirs:
+        return []
+    return [
+        f"Its worst model setting refuses {worst:,.0f} {units}, more than {best.policy}'s "
+        f"worst ({theirs:,.0f}): the rule compares medians over the ensemble, so weigh that "
+        "worst case (the max of the table's refused units) before deploying, or deploy "
+        f"{best.policy}."
+    ]
 
 
 def compared_words(placed: Sequence[Candidate], pick: Candidate, period: str) -> str:
