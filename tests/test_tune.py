@@ -316,14 +316,14 @@ def test_the_floor_lets_a_cheaper_candidate_refusing_a_little_more_be_recommende
     assert strict.recommended.policy == STOCK[0]  # nothing else refuses 0
     # the pick is the limit's own stock target: said so, not named as its own limit
     assert strict.summary.startswith(
-        f"Use {STOCK[0]}: the stock target refusing least, and the cheapest that refuses no "
-        "more than it allows, at $100.00"
+        f"Use {STOCK[0]}: the stock target refusing least, and the cheapest within the "
+        "refusals it sets as the limit, at $100.00"
     )
     floored = decide(cands, Rule(), trace, ModelParams())
     assert floored.recommended.policy == "autopilot:70"
     assert floored.summary.startswith(
-        f"Use autopilot:70: the cheapest that refuses no more than {STOCK[0]} (the stock "
-        "target refusing least) allows, at $40.00"
+        f"Use autopilot:70: the cheapest within the refusals {STOCK[0]} (the stock target "
+        "refusing least) sets as the limit, at $40.00"
     )
     assert floored.limit == pytest.approx(0 + REFUSAL_FLOOR * 86_400_000)
     assert "plus 0.02% of the 86,400,000 requested units (17,280)" in floored.reason

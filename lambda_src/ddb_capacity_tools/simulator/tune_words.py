@@ -56,10 +56,10 @@ def recommendation_summary(
         why = f"the least cost plus refused units at ${rule.price:,.2f} per million"
     else:
         why = (
-            "the cheapest that refuses no more than it allows"
+            "the cheapest within the refusals it sets as the limit"
             if itself
-            else f"the cheapest that refuses no more than {best.policy} (the stock target "
-            "refusing least) allows"
+            else f"the cheapest within the refusals {best.policy} (the stock target refusing "
+            "least) sets as the limit"
         )
         why = f"the simplest within the noise of {why}" if simpler_than else why
         why = f"the stock target refusing least, and {why}" if itself else why
