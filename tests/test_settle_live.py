@@ -1,7 +1,8 @@
 """The settle step on an Update, whose table is live: an auto-scaled dimension is lowered no
 further than its traffic needs, and not at all while that traffic is unknown. DynamoDB's
 answers are stubbed (the UPDATING-to-ACTIVE table an Update leaves, as the other settle
-tests do); the traffic is a moto server's CloudWatch."""
+tests do); the traffic is a moto server's CloudWatch, and the scalable targets its
+Application Auto Scaling."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
+from ddb_capacity_runtime.core.names import resource_id, scalable_dimension
 from ddb_capacity_runtime.settle.handler import SettleError, is_complete, on_event
 from ddb_capacity_tools.local_aws import put_traffic
 
@@ -86,6 +88,29 @@ def cloudwatch(aws_client: Any) -> Any:
     return aws_client("cloudwatch")
 
 
+@pytest.fixture
+def autoscaling(aws_client: Any) -> Any:
+    return aws_client("application-autoscaling")
+
+
+TARGETS = ((None, "read"), (None, "write"), ("bySku", "read"))
+"""The auto-scaled dimensions of the step's targets (`targets`)."""
+
+
+def register(autoscaling: Any, name: str, minimums: dict[str, int] | None = None) -> None:
+    """The scalable targets of ``name``'s `TARGETS`, each at its minimum in ``minimums``
+    (keyed ``read``, ``write``, ``bySku.read``; 1 unless given), as a live table has them."""
+    for index, dimension in TARGETS:
+        key = f"{index}.{dimension}" if index else dimension
+        autoscaling.register_scalable_target(
+            ServiceNamespace="dynamodb",
+            ResourceId=resource_id(name, index),
+            ScalableDimension=scalable_dimension(index, dimension),
+            MinCapacity=(minimums or {}).get(key, 1),
+            MaxCapacity=40_000,
+        )
+
+
 def metric_reads(client: Any) -> list[dict[str, Any]]:
     calls: list[dict[str, Any]] = []
     client.meta.events.register(
@@ -101,16 +126,22 @@ def stubbed() -> Any:
 
 
 def settle(
-    event: dict[str, Any], table: dict[str, Any], update: dict[str, Any] | None, cloudwatch: Any
+    event: dict[str, Any],
+    table: dict[str, Any],
+    update: dict[str, Any] | None,
+    cloudwatch: Any,
+    autoscaling: Any,
 ) -> dict[str, Any]:
     """One call of is_complete on ``table`` (its DescribeTable), expecting exactly the
-    UpdateTable ``update`` (None: none)."""
+    UpdateTable ``update`` (None: none); ``cloudwatch`` and ``autoscaling``: its readers."""
     client = stubbed()
     with Stubber(client) as stubber:
         stubber.add_response("describe_table", {"Table": table}, {"TableName": table["TableName"]})
         if update is not None:
             stubber.add_response("update_table", {"TableDescription": {}}, update)
-        answer = is_complete(event, None, dynamodb=client, cloudwatch=cloudwatch)
+        answer = is_complete(
+            event, None, dynamodb=client, cloudwatch=cloudwatch, autoscaling=autoscaling
+        )
         stubber.assert_no_pending_responses()
     return answer
 
@@ -125,12 +156,14 @@ def left_events(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
     ids=["busy-to-its-need", "quiet-to-operating", "needs-its-mark"],
 )
 def test_an_update_lowers_a_live_table_only_to_what_its_traffic_needs(
-    cloudwatch: Any, read_per_second: float, read_after: int | None
+    cloudwatch: Any, autoscaling: Any, read_per_second: float, read_after: int | None
 ) -> None:
     # GIVEN a live table whose read auto scaling held at 800 for 560 units/s (70 %) until
     # CloudFormation set it to its new mark of 2,000, its write busy at 7 units/s and its
-    # GSI's read at 35, every minute of the last 19 delivered
+    # GSI's read at 35, every minute of the last 19 delivered; its scalable targets at their
+    # template's minimums
     name = table_name()
+    register(autoscaling, name)
     end = minute_now()
     put_traffic(cloudwatch, name, "read", read_per_second, end=end, minutes=range(1, 21))
     put_traffic(cloudwatch, name, "write", 7, end=end, minutes=range(1, 21))
@@ -153,6 +186,7 @@ def test_an_update_lowers_a_live_table_only_to_what_its_traffic_needs(
             ],
         },
         cloudwatch,
+        autoscaling,
     )
     # THEN each dimension is lowered to max(operating, peak / 70 %), never above its mark:
     # read 560 -> 800 (or its operating 100, or left at its mark of 2,000 when it needs
@@ -165,12 +199,13 @@ def test_an_update_lowers_a_live_table_only_to_what_its_traffic_needs(
     ["no-datapoint", "stopped-being-delivered", "read-throttled", "read-failed"],
 )
 def test_an_update_leaves_a_live_table_whose_traffic_is_unknown_at_its_mark(
-    cloudwatch: Any, caplog: pytest.LogCaptureFixture, traffic: str
+    cloudwatch: Any, autoscaling: Any, caplog: pytest.LogCaptureFixture, traffic: str
 ) -> None:
     # GIVEN a live table whose traffic CloudWatch cannot vouch for: no datapoint at all, or
     # none since 10 minutes ago (longer than CloudWatch is late), or a GetMetricData call
     # that is throttled or denied
     name = table_name()
+    register(autoscaling, name)
     if traffic == "stopped-being-delivered":
         put_traffic(cloudwatch, name, "read", 560, end=minute_now(), minutes=range(10, 21))
     reader = cloudwatch
@@ -184,7 +219,7 @@ def test_an_update_leaves_a_live_table_whose_traffic_is_unknown_at_its_mark(
         stubber.activate()
     # WHEN the settle step's Update runs
     with caplog.at_level(logging.INFO):
-        answer = settle(update_event(name), described(name), None, reader)
+        answer = settle(update_event(name), described(name), None, reader, autoscaling)
     # THEN no UpdateTable is sent, and the step completes: the deploy goes on
     assert answer == {"IsComplete": True, "Data": {"Settled": "false"}}
     # AND each dimension says it was left at its mark, and why
@@ -204,11 +239,12 @@ def test_an_update_leaves_a_live_table_whose_traffic_is_unknown_at_its_mark(
 
 
 def test_an_update_leaves_a_throttled_dimension_and_lowers_the_others(
-    cloudwatch: Any, caplog: pytest.LogCaptureFixture
+    cloudwatch: Any, autoscaling: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     # GIVEN a live table whose read was throttled in the last minutes (what it would consume
     # is not known), its write and its GSI's read busy without throttles
     name = table_name()
+    register(autoscaling, name)
     end = minute_now()
     put_traffic(cloudwatch, name, "read", 560, end=end, minutes=range(1, 21), throttles=40)
     put_traffic(cloudwatch, name, "write", 7, end=end, minutes=range(1, 21))
@@ -233,6 +269,7 @@ def test_an_update_leaves_a_throttled_dimension_and_lowers_the_others(
                 ],
             },
             cloudwatch,
+            autoscaling,
         )
     # THEN the read keeps its mark; the write goes to its need, and the GSI's idle read
     # (known idle: the table's own datapoints show the minutes delivered) to its operating
@@ -260,7 +297,7 @@ def to_operating(name: str) -> dict[str, Any]:
 
 
 def test_an_update_lowers_a_fixed_capacity_to_its_operating_without_reading_traffic(
-    cloudwatch: Any,
+    cloudwatch: Any, autoscaling: Any
 ) -> None:
     # GIVEN a busy live table whose targets carry no TargetUtilization (fixed capacities)
     name = table_name()
@@ -272,6 +309,7 @@ def test_an_update_lowers_a_fixed_capacity_to_its_operating_without_reading_traf
         described(name),
         to_operating(name),
         cloudwatch,
+        autoscaling,
     )
     # THEN each is lowered to its operating capacity, as configured; no traffic is read
     assert answer["Data"]["Settled"] == "true"
@@ -279,7 +317,7 @@ def test_an_update_lowers_a_fixed_capacity_to_its_operating_without_reading_traf
 
 
 def test_a_create_settles_a_new_table_to_its_operating_without_reading_traffic(
-    cloudwatch: Any,
+    cloudwatch: Any, autoscaling: Any
 ) -> None:
     # GIVEN a table created at its marks a minute ago (traffic or not: nothing live to keep)
     name = table_name()
@@ -295,6 +333,7 @@ def test_a_create_settles_a_new_table_to_its_operating_without_reading_traffic(
         table,
         to_operating(name),
         cloudwatch,
+        autoscaling,
     )
     # THEN it is settled to its operating capacities, as before; no traffic is read
     assert answer["Data"]["Settled"] == "true"

@@ -143,22 +143,42 @@ def dynamodb_client() -> DynamoDBClient:
 
 SETTLE_READ_ATTEMPTS = 2
 SETTLE_READ_TIMEOUT_SECONDS = 5
-"""The settle function's one read of its table's traffic: at most this many attempts, each at
-most `CONNECT_TIMEOUT_SECONDS` to connect and this long to read an answer (some 15 s in all, half
-the function's shortest timeout): a read that fails only leaves the table at its mark."""
+"""The settle function's read of its table's traffic: at most this many attempts, each at most
+`CONNECT_TIMEOUT_SECONDS` to connect and this long to read an answer (some 15 s in all, half the
+function's shortest timeout): a read that fails only leaves the table at its mark."""
+SETTLE_MINIMUMS_READ_TIMEOUT_SECONDS = 3
+"""The settle function's read of its table's scalable targets (their live minimums): as many
+attempts, each at most this long to read its short answer (some 11 s in all; with the traffic's,
+26 s, within the function's shortest timeout of 30 s): a read that fails only leaves the table at
+its mark."""
+
+
+def _settle_reads(read_timeout: float) -> Any:
+    """The configuration of the settle function's read clients: `SETTLE_READ_ATTEMPTS`
+    attempts, each at most ``read_timeout`` seconds to read an answer."""
+    from botocore.config import Config
+
+    return Config(
+        connect_timeout=CONNECT_TIMEOUT_SECONDS,
+        read_timeout=read_timeout,
+        retries={"mode": "standard", "total_max_attempts": SETTLE_READ_ATTEMPTS},
+    )
 
 
 def settle_cloudwatch_client() -> CloudWatchClient:
-    """The settle function's CloudWatch client, bounded (`SETTLE_READ_ATTEMPTS`)."""
+    """The settle function's CloudWatch client, bounded (`SETTLE_READ_TIMEOUT_SECONDS`)."""
     import boto3
-    from botocore.config import Config
 
-    config = Config(
-        connect_timeout=CONNECT_TIMEOUT_SECONDS,
-        read_timeout=SETTLE_READ_TIMEOUT_SECONDS,
-        retries={"mode": "standard", "total_max_attempts": SETTLE_READ_ATTEMPTS},
-    )
-    return boto3.client("cloudwatch", config=config)
+    return boto3.client("cloudwatch", config=_settle_reads(SETTLE_READ_TIMEOUT_SECONDS))
+
+
+def settle_autoscaling_client() -> ApplicationAutoScalingClient:
+    """The settle function's Application Auto Scaling client, bounded
+    (`SETTLE_MINIMUMS_READ_TIMEOUT_SECONDS`)."""
+    import boto3
+
+    config = _settle_reads(SETTLE_MINIMUMS_READ_TIMEOUT_SECONDS)
+    return boto3.client("application-autoscaling", config=config)
 
 
 def call_bound(client: Any) -> float:

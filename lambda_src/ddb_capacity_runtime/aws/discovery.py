@@ -133,17 +133,9 @@ def scalable_targets(
     With ``resource_ids``, only those resources' targets: one listing of each
     `RESOURCES_PER_LISTING` of them, then the policies of the resources that have a
     target (DescribeScalingPolicies takes one resource a call)."""
-    listing = aas.get_paginator("describe_scalable_targets")
     policies = aas.get_paginator("describe_scaling_policies")
     if resource_ids:
-        ids = list(resource_ids)
-        listed = _listed(
-            page
-            for i in range(0, len(ids), RESOURCES_PER_LISTING)
-            for page in listing.paginate(
-                ServiceNamespace="dynamodb", ResourceIds=ids[i : i + RESOURCES_PER_LISTING]
-            )
-        )
+        listed = listed_targets(aas, resource_ids)
         tracked = _tracked(
             page
             for r in sorted({resource for resource, _ in listed})
@@ -151,6 +143,7 @@ def scalable_targets(
         )
     else:
         tracked = _tracked(policies.paginate(ServiceNamespace="dynamodb"))
+        listing = aas.get_paginator("describe_scalable_targets")
         listed = _listed(listing.paginate(ServiceNamespace="dynamodb"))
     return {
         key: replace(
@@ -161,6 +154,25 @@ def scalable_targets(
         )
         for key, t in listed.items()
     }
+
+
+def listed_targets(
+    aas: ApplicationAutoScalingClient, resource_ids: Sequence[str]
+) -> dict[tuple[str, str], ScalableTarget]:
+    """The DynamoDB scalable targets of the resources ``resource_ids`` (at least one), by
+    ResourceId and ScalableDimension, tracking not yet known: one paginated
+    DescribeScalableTargets of each `RESOURCES_PER_LISTING` of them. Raises
+    `UnsoundListing` when an answer says nothing sound (a page without its list, an entry
+    without its scope or whole capacities)."""
+    listing = aas.get_paginator("describe_scalable_targets")
+    ids = list(resource_ids)
+    return _listed(
+        page
+        for i in range(0, len(ids), RESOURCES_PER_LISTING)
+        for page in listing.paginate(
+            ServiceNamespace="dynamodb", ResourceIds=ids[i : i + RESOURCES_PER_LISTING]
+        )
+    )
 
 
 def table_targets(

@@ -19,10 +19,11 @@ traffic, or down), it is left alone; a table at its mark that this deploy did no
 property) is never cut. A retried or repeated event spends no second decrease.
 
 An Update's table is live: an auto-scaled dimension whose mark changed is lowered no
-further than what its traffic of the last minutes needs at its target utilization, and not
-at all where that traffic is unknown (`traffic.traffic_needs`; ``settle-left``), for auto
-scaling to lower. A new table (a Create) has no traffic, and settles to its operating
-capacity.
+further than what its traffic of the last minutes needs at its target utilization, nor below
+its scalable target's MinCapacity now (a capacity request's hold or a scheduled action may
+have raised it: `minimums.live_minimums`), and not at all where either is unknown
+(`traffic.traffic_needs`; ``settle-left``), for auto scaling to lower. A new table (a
+Create) has no traffic, and settles to its operating capacity.
 
 Layers: `plan.plan_settle` is pure; `settle_table` talks to DynamoDB through a
 client passed in; `on_event` and `is_complete` are the thin entry points (the provider
@@ -41,13 +42,14 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from ..aws import table_calls
-from ..aws.clients import dynamodb_client, settle_cloudwatch_client
+from ..aws.clients import dynamodb_client, settle_autoscaling_client, settle_cloudwatch_client
 from ..aws.error_codes import error_code
 from ..core.errors import SettleError as SettleError
 from ..core.errors import shown, shown_text, with_notes
 from ..core.names import is_table_name
 from ..core.validators import whole_text
 from ..events import log_event
+from .minimums import live_minimums
 from .settle_plan import (
     PERMISSION_WAIT_S,
     PROVISIONED_WITHIN_S,
@@ -61,6 +63,7 @@ from .settle_plan import (
 from .traffic import Needs, traffic_needs
 
 if TYPE_CHECKING:
+    from mypy_boto3_application_autoscaling import ApplicationAutoScalingClient
     from mypy_boto3_cloudwatch import CloudWatchClient
     from mypy_boto3_dynamodb import DynamoDBClient
 
@@ -80,11 +83,13 @@ def settle_table(
 ) -> dict[str, Any] | None:
     """Settle one ACTIVE table (``description``, its DescribeTable) on ``targets``, the
     dimensions this deploy provisioned at their mark (`to_settle`), each no lower than
-    its floor in ``needs`` (what a live table's traffic needs): the UpdateTable arguments
-    sent, or None if none was needed."""
+    its floor in ``needs`` (what a live table's traffic needs, or its minimum now where
+    that is higher: `Needs.lowest`): the UpdateTable arguments sent, or None if none was
+    needed."""
     table_name = description["TableName"]
     needs = needs or Needs()
-    update = plan_settle(description, targets, needs.floors)
+    lowest = needs.lowest
+    update = plan_settle(description, targets, lowest)
     if update is None:
         log_event(
             "settle-skipped",
@@ -94,10 +99,16 @@ def settle_table(
         )
         return None
     fields: dict[str, Any] = {"update": update}
-    if needs.floors:  # a live table: what its traffic needs
+    if lowest:  # a live table: what its traffic needs, and its minimum now
         fields["traffic"] = [
-            {"index": i, "dimension": d, "peak": round(needs.peaks[(i, d)], 1), "need": need}
-            for (i, d), need in needs.floors.items()
+            {
+                "index": i,
+                "dimension": d,
+                "peak": round(needs.peaks[(i, d)], 1),
+                "need": needs.floors[(i, d)],
+                "min_capacity": needs.minimums.get((i, d)),
+            }
+            for i, d in lowest
         ]
     log_event("settle", table=table_name, **fields)
     table_calls.update(dynamodb, update)
@@ -176,6 +187,7 @@ def is_complete(
     dynamodb: DynamoDBClient | None = None,
     clock: Callable[[], float] = time.time,
     cloudwatch: CloudWatchClient | None = None,
+    autoscaling: ApplicationAutoScalingClient | None = None,
 ) -> dict[str, Any]:
     """The provider's call every few seconds until done: settles the table once it and its
     GSIs are ACTIVE (``Data.Settled`` says whether an UpdateTable was sent); a table not
@@ -189,7 +201,7 @@ def is_complete(
         settle_by = _settle_by(event, name, clock())
         try:
             settled = _settle_when_active(
-                event, name, targets, settle_by, (dynamodb, cloudwatch), clock
+                event, name, targets, settle_by, (dynamodb, cloudwatch, autoscaling), clock
             )
         except ClientError as exc:
             status = _waited_out(exc, clock() - (settle_by - SETTLE_WAIT_S))
@@ -235,12 +247,15 @@ def _settle_when_active(
     name: str,
     targets: list[SettleTarget],
     settle_by: int,
-    clients: tuple[DynamoDBClient | None, CloudWatchClient | None],
+    clients: tuple[
+        DynamoDBClient | None, CloudWatchClient | None, ApplicationAutoScalingClient | None
+    ],
     clock: Callable[[], float],
 ) -> bool | str:
     """Whether the table was settled (an UpdateTable sent) once it and its GSIs are ACTIVE;
     its status while they are not. On an Update of the same table (a live one), the
-    traffic of the dimensions to lower is read first (`_live_needs`)."""
+    traffic and the minimums now of the dimensions to lower are read first
+    (`_live_needs`)."""
     dynamodb = clients[0] or dynamodb_client()
     description = table_calls.describe(dynamodb, name)
     if not _is_active(description):
@@ -250,9 +265,12 @@ def _settle_when_active(
     chosen = to_settle(description, targets, previous, since)
     needs = None
     if previous is not None:  # an Update of the same table: it is live
-        cloudwatch = clients[1]
+        cloudwatch, autoscaling = clients[1], clients[2]
         needs = _live_needs(
-            lambda: cloudwatch or settle_cloudwatch_client(),
+            (
+                lambda: cloudwatch or settle_cloudwatch_client(),
+                lambda: autoscaling or settle_autoscaling_client(),
+            ),
             name,
             at_mark(description, chosen),
             clock(),
@@ -262,15 +280,20 @@ def _settle_when_active(
 
 
 def _live_needs(
-    cloudwatch: Callable[[], CloudWatchClient],
+    clients: tuple[Callable[[], CloudWatchClient], Callable[[], ApplicationAutoScalingClient]],
     name: str,
     targets: list[SettleTarget],
     now: float,
 ) -> Needs:
     """What the traffic of the live table ``name`` needs of the ``targets`` to lower
-    (`traffic.traffic_needs`); each dimension left at its mark for want of it is logged
-    (``settle-left``): auto scaling lowers it later, and the deploy goes on."""
-    needs = traffic_needs(cloudwatch, name, targets, datetime.fromtimestamp(now, UTC))
+    (`traffic.traffic_needs`), then the minimums now of those whose need is known
+    (`minimums.live_minimums`, made by the second of ``clients``); each dimension left at
+    its mark for want of either is logged (``settle-left``): auto scaling lowers it later,
+    and the deploy goes on."""
+    needs = traffic_needs(clients[0], name, targets, datetime.fromtimestamp(now, UTC))
+    minimums = live_minimums(clients[1], name, [t for t in targets if t.key not in needs.left])
+    needs.minimums.update(minimums.held)
+    needs.left.update(minimums.left)
     for t in targets:
         if t.key in needs.left:
             log_event(

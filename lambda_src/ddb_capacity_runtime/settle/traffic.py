@@ -47,11 +47,23 @@ Dim = tuple[str | None, str]
 class Needs:
     """What the traffic of the targets read says: ``floors``, the capacity each dimension
     whose traffic is known needs (at most its mark), with its ``peaks`` (consumed units per
-    second); ``left``, why each other one must stay at its mark."""
+    second); ``left``, why each other one must stay at its mark. ``minimums``: each
+    dimension's scalable target's MinCapacity now, once read (`minimums.live_minimums`)."""
 
     floors: dict[Dim, int] = field(default_factory=dict)
     peaks: dict[Dim, float] = field(default_factory=dict)
     left: dict[Dim, str] = field(default_factory=dict)
+    minimums: dict[Dim, int] = field(default_factory=dict)
+
+    @property
+    def lowest(self) -> dict[Dim, int]:
+        """How low each dimension not ``left`` may be lowered: what its traffic needs, or
+        its minimum now where that is higher (the floors `settle_plan.plan_settle` takes)."""
+        return {
+            key: max(floor, self.minimums.get(key, floor))
+            for key, floor in self.floors.items()
+            if key not in self.left
+        }
 
 
 def traffic_needs(
