@@ -66,16 +66,13 @@ def scalable_targets_reason(tagged: str, policies: str = "") -> str:
     )
 
 
-def read_autoscaling_statement() -> iam.PolicyStatement:
-    """Reading DynamoDB's scalable targets and policies (no resource-level permissions)."""
-    return iam.PolicyStatement(
-        sid="ReadAutoScaling",
-        actions=[
-            "application-autoscaling:DescribeScalableTargets",
-            "application-autoscaling:DescribeScalingPolicies",
-        ],
-        resources=["*"],
-    )
+def read_autoscaling_statement(*, policies: bool = True) -> iam.PolicyStatement:
+    """Reading DynamoDB's scalable targets and, with ``policies``, their scaling policies
+    (no resource-level permissions)."""
+    actions = ["application-autoscaling:DescribeScalableTargets"]
+    if policies:
+        actions.append("application-autoscaling:DescribeScalingPolicies")
+    return iam.PolicyStatement(sid="ReadAutoScaling", actions=actions, resources=["*"])
 
 
 VALIDATED_ALARM_ACTIONS = (

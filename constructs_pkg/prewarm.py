@@ -24,6 +24,7 @@ from ddb_capacity_runtime.settle.settle_plan import SETTLE_WAIT_S
 from .compliance import acknowledge, acknowledge_all, skip_checkov
 from .deploy_limits import check_inline_policies
 from .function_options import FunctionConfig
+from .iam_statements import read_autoscaling_statement
 from .runtime import LOG_KEY_REASON, own_policy, runtime_function
 
 if TYPE_CHECKING:
@@ -80,7 +81,7 @@ class _SettleProvider(Construct):
             for name, handler, description in SETTLE_FUNCTIONS
         }
         (on_event, _), (is_complete, self.policy) = made["OnEvent"], made["IsComplete"]
-        _grant_traffic(self.policy)
+        _grant_reads(self.policy)
         assert is_complete.role is not None
         self.role = is_complete.role
         """The role of `is_complete`, the one function that calls DynamoDB: each step's grant
@@ -181,7 +182,7 @@ class _SettleProvider(Construct):
         acknowledge_provider(
             self,
             "the DynamoDB control plane (DescribeTable, UpdateTable), CloudWatch "
-            "(GetMetricData) and Lambda",
+            "(GetMetricData), Application Auto Scaling (DescribeScalableTargets) and Lambda",
             log_group,
             functions,
             self._framework_functions(),
@@ -228,19 +229,21 @@ class _SettleProvider(Construct):
             )
 
 
-def _grant_traffic(policy: iam.ManagedPolicy) -> None:
-    """``is_complete``'s read of a live table's traffic: on an Update, it bounds how far the
-    table is lowered."""
+def _grant_reads(policy: iam.ManagedPolicy) -> None:
+    """``is_complete``'s reads of a live table: its traffic and its scalable targets'
+    minimums now; on an Update, they bound how far the table is lowered."""
     policy.add_statements(
         iam.PolicyStatement(
             sid="ReadTraffic", actions=["cloudwatch:GetMetricData"], resources=["*"]
-        )
+        ),
+        read_autoscaling_statement(policies=False),
     )
     acknowledge(
         policy,
         "AwsSolutions-IAM5[Resource::*]",
-        "GetMetricData has no resource-level permissions; it only reads (a live table's "
-        "consumed capacity, before the settle step lowers it).",
+        "GetMetricData and DescribeScalableTargets have no resource-level permissions; they "
+        "only read (a live table's consumed capacity and its scalable targets' minimums, "
+        "before the settle step lowers it).",
     )
 
 
@@ -390,8 +393,8 @@ class SettleStep(Construct):
         target_utilization: float | None = None,
     ) -> None:
         """One dimension to settle; ``target_utilization``: its auto scaling's target (in
-        percent), so an Update lowers it no further than its traffic needs (None: a fixed
-        capacity, lowered to ``operating``)."""
+        percent), so an Update lowers it no further than its traffic needs, nor below its
+        scalable target's minimum then (None: a fixed capacity, lowered to ``operating``)."""
         target: dict[str, Any] = {
             "Index": index_name or "",
             "Dimension": dimension,

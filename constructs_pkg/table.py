@@ -78,9 +78,9 @@ _SETTLE_DEFAULTS = {
         256,
         Duration.minutes(1),
         shortest=Duration.seconds(30),
-        why="each call of the settle step makes one DescribeTable and at most one "
-        "UpdateTable, and on an Update one GetMetricData of at most 15 seconds (the provider "
-        "waits between calls): at least 30 seconds, and Lambda's longest is 15 minutes",
+        why="each call of the settle step makes one DescribeTable, at most one UpdateTable and, "
+        "on an Update, one GetMetricData and one DescribeScalableTargets (26 s at most together; "
+        "the provider waits between calls): at least 30 s, and Lambda's longest is 15 minutes",
     )
 }
 """The settle functions' defaults and the timeouts they allow (``function_options["Settle"]`` of a

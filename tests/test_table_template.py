@@ -343,7 +343,7 @@ def test_provision_then_settle(stack: cdk.Stack) -> None:
     template.has_resource_properties("Custom::CapacitySettle", {"ServiceTimeout": "1980"})
 
 
-def test_settle_step_carries_each_targets_utilization_and_may_read_traffic(
+def test_settle_step_carries_each_targets_utilization_and_may_read_traffic_and_minimums(
     stack: cdk.Stack,
 ) -> None:
     # GIVEN a PROVISION_THEN_SETTLE table whose read aims at 60 % and whose write at the
@@ -382,22 +382,23 @@ def test_settle_step_carries_each_targets_utilization_and_may_read_traffic(
             "TargetUtilization": 70,
         },
     ]
-    # AND is_complete's role may read the traffic (GetMetricData has no resource-level
-    # permission), and on_event's may not
-    read_traffic = {
-        "Sid": "ReadTraffic",
-        "Effect": "Allow",
-        "Action": "cloudwatch:GetMetricData",
-        "Resource": "*",
-    }
-    granted = {
-        role["Ref"]
-        for policy in template.find_resources("AWS::IAM::ManagedPolicy").values()
-        if read_traffic in policy["Properties"]["PolicyDocument"]["Statement"]
-        for role in policy["Properties"]["Roles"]
-    }
-    assert len(granted) == 1
-    assert "CapacitySettleProviderIsCompleteRole" in next(iter(granted))
+    # AND is_complete's role may read the traffic and the scalable targets' minimums now
+    # (GetMetricData and DescribeScalableTargets have no resource-level permission, and it
+    # reads no scaling policy), and on_event's may not
+    reads = [
+        {"Sid": "ReadTraffic", "Action": "cloudwatch:GetMetricData"},
+        {"Sid": "ReadAutoScaling", "Action": "application-autoscaling:DescribeScalableTargets"},
+    ]
+    for read in reads:
+        statement = {**read, "Effect": "Allow", "Resource": "*"}
+        granted = {
+            role["Ref"]
+            for policy in template.find_resources("AWS::IAM::ManagedPolicy").values()
+            if statement in policy["Properties"]["PolicyDocument"]["Statement"]
+            for role in policy["Properties"]["Roles"]
+        }
+        assert len(granted) == 1, read
+        assert "CapacitySettleProviderIsCompleteRole" in next(iter(granted))
 
 
 def test_settle_function_is_one_per_stack_and_scoped_to_its_tables(stack: cdk.Stack) -> None:

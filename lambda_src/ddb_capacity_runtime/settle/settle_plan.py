@@ -7,8 +7,8 @@ mark in this deploy (`to_settle`: a table created, or a mark changed since the l
 and while its capacity still equals that mark, so a retried or repeated event spends no
 second decrease, and a table that auto scaling or a schedule holds at its mark is never
 cut. On a live table (an Update), an auto-scaled dimension is lowered no further than what
-its recent traffic needs at its target utilization (`need_of`; the floors `plan_settle`
-is given).
+its recent traffic needs at its target utilization (`need_of`), nor below its scalable
+target's MinCapacity now (the floors `plan_settle` is given).
 """
 
 from __future__ import annotations
@@ -168,9 +168,9 @@ def plan_settle(
     ``description`` is DescribeTable's ``Table``. Only dimensions still at their
     high-water mark, and whose mark is above the operating capacity, are lowered (`at_mark`):
     to their operating capacity, or to their floor in ``floors`` (by index and dimension:
-    what a live dimension's traffic needs) where that is higher; a floor at or above the
-    mark leaves the dimension at its mark. Every other dimension of a touched table or GSI
-    is sent unchanged (UpdateTable needs both).
+    what a live dimension's traffic needs, or its minimum now) where that is higher; a
+    floor at or above the mark leaves the dimension at its mark. Every other dimension of a
+    touched table or GSI is sent unchanged (UpdateTable needs both).
     """
     wanted: dict[str | None, dict[str, int]] = {}
     for t in at_mark(description, targets):
