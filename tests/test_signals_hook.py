@@ -992,6 +992,8 @@ def test_wrong_arguments_are_refused_clearly(monkeypatch: pytest.MonkeyPatch) ->
         (lambda: watch(client, send=print, interval=True), ValueError, "interval: got True"),
         (lambda: watch(client, tables="orders", send=print), TypeError, "tables: got 'orders'; expected an iterable"),
         (lambda: watch(client, tables=[""], send=print), ValueError, "tables: got ''"),
+        (lambda: watch(client, tables=[], send=print), ValueError, "tables: got []; expected at least one table name (or None"),
+        (lambda: watch(client, tables=iter(list[str]()), send=print), ValueError, "tables: got <list_iterator"),
         (lambda: watch(client, send=print, process="x" * 41), ValueError, "process: got 'xxxx"),
         (lambda: watch(client, send="print"), TypeError, "send: got 'print'"),  # type: ignore[arg-type]
         (lambda: watch(client, send=print, account="12"), ValueError, "account: got '12'; expected a 12-digit"),

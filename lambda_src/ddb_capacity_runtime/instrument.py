@@ -97,16 +97,16 @@ def _options(env: Mapping[str, str], given: Mapping[str, str]) -> dict[str, Any]
     if tables or TABLES_ENV in given:  # an option given empty is a mistake, not "all"
         names = [t.strip() for t in tables.split(",") if t.strip()]
         allowed = "comma-separated table names (3-255 of a-z A-Z 0-9 _ . -) or table ARNs"
-        _check(name, tables, allowed, _scope, names)
-        bad = [n for n in names if not (n.startswith("arn:") or is_table_name(n))]
-        if bad:
-            raise InstrumentError(f"{name}: got {tables!r:.80}; expected {allowed}")
         if not names:
             leave = "leave --tables out" if TABLES_ENV in given else "unset it"
             raise InstrumentError(
                 f"{name}: got {given.get(TABLES_ENV, tables)!r:.80}; expected at least one "
                 f"table name ({leave} to report every table)"
             )
+        _check(name, tables, allowed, _scope, names)
+        bad = [n for n in names if not (n.startswith("arn:") or is_table_name(n))]
+        if bad:
+            raise InstrumentError(f"{name}: got {tables!r:.80}; expected {allowed}")
         out["tables"] = names
     interval = env.get(INTERVAL_ENV, "").strip()
     if interval:
@@ -149,7 +149,8 @@ def install(env: Mapping[str, str] = os.environ) -> Any:
     try:
         import boto3
 
-        from .fast_path.hook import OwnSession, watch
+        from .fast_path.hook import watch
+        from .fast_path.session import OwnSession
 
         args = settings(env)
         watcher = watch(OwnSession(boto3.session.Session()), **args)

@@ -10,7 +10,8 @@ caller.
 Here: `watch` and the `Watcher` it installs on a boto3 Session's (or one DynamoDB
 client's) events, its handlers, its sending thread, and stopping at exit and starting
 afresh after a fork. The rest of the hook is `parse` (what a request touched, consumed and
-met), `ledger` (the sums, and when a report is due) and `sender` (the Lambda invocation).
+met), `ledger` (the sums, and when a report is due), `sender` (the Lambda invocation) and
+`session` (what is hooked, and the session the Lambda client comes from).
 Which requests it counts, what it does to them, when it reports, what it costs and what it
 cannot see: docs/guides/fast-path.md#how-the-hook-counts.
 """
@@ -51,6 +52,8 @@ from .parse import (
     transact_items,
 )
 from .sender import LambdaSender
+from .session import OwnSession as OwnSession
+from .session import emitter_and_session
 
 __all__ = [
     "CHANGE",
@@ -632,48 +635,6 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 atexit.register(_stop_at_exit)
 
 
-@dataclass(frozen=True)
-class OwnSession:
-    """A boto3 Session the hook made for itself (`instrument.install`, at a program's
-    start): nobody else uses it, so its Lambda client, and the search for credentials that
-    making it starts, wait for the first report, in the sending thread; at start-up that
-    search (a credential process, the instance metadata service) could hold the program
-    up for seconds, even one that never calls AWS."""
-
-    session: Any
-
-
-def _emitter_and_session(session_or_client: object) -> tuple[Any, Any, bool]:
-    """The event emitter to hook, the session to make a Lambda client from, and whether
-    that session is the caller's."""
-    import boto3
-    import botocore.session
-
-    if isinstance(session_or_client, OwnSession):
-        own = session_or_client.session
-        return own.events, own, False
-    if isinstance(session_or_client, boto3.session.Session):
-        return session_or_client.events, session_or_client, True
-    if isinstance(session_or_client, botocore.session.Session):
-        emitter = session_or_client.get_component("event_emitter")
-        return emitter, boto3.session.Session(botocore_session=session_or_client), True
-    meta = getattr(session_or_client, "meta", None)
-    model = getattr(meta, "service_model", None)
-    if meta is not None and model is not None and hasattr(meta, "events"):
-        if model.service_name != "dynamodb":
-            raise WatchError(
-                f"session_or_client: got a {model.service_name} client; expected a "
-                "DynamoDB client or a boto3 Session"
-            )
-        return meta.events, boto3.session.Session(region_name=meta.region_name), False
-    held = getattr(meta, "client", None)  # a boto3 resource's meta holds its client
-    resource = " (a boto3 resource: pass its .meta.client)" if hasattr(held, "meta") else ""
-    raise WatchTypeError(
-        f"session_or_client: got {type(session_or_client).__name__}{resource}; expected a "
-        "boto3 Session (every DynamoDB client it makes is watched) or a DynamoDB client"
-    )
-
-
 def _interval(interval: object) -> float:
     if not is_number(interval, MIN_INTERVAL, MAX_INTERVAL):
         raise WatchError(
@@ -691,6 +652,11 @@ def _scope(tables: Iterable[str] | None) -> frozenset[str] | None:
             f"tables: got {tables!r}; expected an iterable of table names, or None"
         )
     names = list(tables)
+    if not names:  # nothing would ever be reported: a mistake, not "every table"
+        raise WatchError(
+            f"tables: got {tables!r}; expected at least one table name (or None, the "
+            "default, to report every table)"
+        )
     bad = [n for n in names if table_name(n) is None]
     if bad:
         raise WatchError(f"tables: got {bad[0]!r}; expected table names (or table ARNs)")
@@ -780,7 +746,7 @@ def watch(
     wrong argument, the value received and what is allowed."""
     if mode not in MODES:
         raise WatchError(f"mode: got {mode!r}; expected one of {MODES}")
-    emitter, session, callers = _emitter_and_session(session_or_client)
+    emitter, session, callers = emitter_and_session(session_or_client)
     seconds = _interval(interval)
     scope = _scope(tables)
     label = _label(process)
