@@ -149,8 +149,8 @@ def install(env: Mapping[str, str] = os.environ) -> Any:
     try:
         import boto3
 
+        from .fast_path.emitters import OwnSession
         from .fast_path.hook import watch
-        from .fast_path.session import OwnSession
 
         args = settings(env)
         watcher = watch(OwnSession(boto3.session.Session()), **args)

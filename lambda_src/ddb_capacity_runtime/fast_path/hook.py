@@ -11,7 +11,7 @@ Here: `watch` and the `Watcher` it installs on a boto3 Session's (or one DynamoD
 client's) events, its handlers, its sending thread, and stopping at exit and starting
 afresh after a fork. The rest of the hook is `parse` (what a request touched, consumed and
 met), `ledger` (the sums, and when a report is due), `sender` (the Lambda invocation) and
-`session` (what is hooked, and the session the Lambda client comes from).
+`emitters` (what is hooked, and the boto3 Session the Lambda client comes from).
 Which requests it counts, what it does to them, when it reports, what it costs and what it
 cannot see: docs/guides/fast-path.md#how-the-hook-counts.
 """
@@ -40,6 +40,8 @@ from ..core.report_batch import MAX_BATCH_REPORTS, MAX_BATCHES_PER_ROUND, batch_
 from ..core.surge_report import MAX_PROCESS_CHARS, SIGNALS_ENV, Report
 from ..core.validators import is_number
 from ..events import LAMBDA_ENV, count_in_lambda, log_event
+from .emitters import OwnSession as OwnSession
+from .emitters import emitter_and_session
 from .ledger import CHANGE, KEEPALIVE_SECONDS, MAX_TABLES, MIN_CHANGE, Ledger
 from .parse import (
     OPERATIONS,
@@ -52,8 +54,6 @@ from .parse import (
     transact_items,
 )
 from .sender import LambdaSender
-from .session import OwnSession as OwnSession
-from .session import emitter_and_session
 
 __all__ = [
     "CHANGE",

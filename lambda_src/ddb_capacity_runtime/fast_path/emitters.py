@@ -1,7 +1,7 @@
 """Runs in: workers (the user's own processes).
 
 What the client hook hooks: the event emitter of a boto3 Session (every DynamoDB client it
-makes), of a botocore session, or of one DynamoDB client, and the session the hook's own
+makes), of a botocore one, or of one DynamoDB client, and the boto3 Session the hook's own
 Lambda client is made from (`OwnSession`: one the hook made for itself, at a program's
 start)."""
 
@@ -25,8 +25,8 @@ class OwnSession:
 
 
 def emitter_and_session(session_or_client: object) -> tuple[Any, Any, bool]:
-    """The event emitter to hook, the session to make a Lambda client from, and whether
-    that session is the caller's."""
+    """The event emitter to hook, the boto3 Session to make a Lambda client from, and
+    whether that boto3 Session is the caller's."""
     import boto3
     import botocore.session
 
