@@ -39,8 +39,9 @@ CONTRACT = {
 }
 
 
-def run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
+def run(*argv: str, terminal: bool = False) -> tuple[int, str, str]:
+    """``main(argv)``: its exit status, stdout and stderr (a terminal's with ``terminal``)."""
+    out, err = io.StringIO(), Terminal() if terminal else io.StringIO()
     code = main(list(argv), out, err)
     return code, out.getvalue(), err.getvalue()
 

@@ -28,6 +28,7 @@ from ddb_capacity_tools.simulator.run import DimensionResult
 from ddb_capacity_tools.simulator.scenarios import scenario
 from ddb_capacity_tools.simulator.table_class import STANDARD_IA
 from ddb_capacity_tools.simulator.trace import Trace
+from tests.test_cli import Terminal
 
 from . import browser
 from .hypothesis_profiles import examples
@@ -39,8 +40,9 @@ REGION = "ap-south-2"
 """A Region no other test uses, so that --all-tables sees only these tables."""
 
 
-def run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
+def run(*argv: str, terminal: bool = False) -> tuple[int, str, str]:
+    """``main(argv)``: its exit status, stdout and stderr (a terminal's with ``terminal``)."""
+    out, err = io.StringIO(), Terminal() if terminal else io.StringIO()
     code = main(list(argv), out, err)
     return code, out.getvalue(), err.getvalue()
 
@@ -237,6 +239,19 @@ def test_words_name_the_plan_the_stress_and_the_unverified_prices(fleet_files: l
     assert "if traffic falls by a third" in out
     assert "UNVERIFIED" in out
     assert "--price" in out
+
+
+def test_the_progress_bar_counts_tables_on_a_terminal_only(fleet_files: list[str]) -> None:
+    argv = ["reserve", "--trace", fleet_files[0], "--trace", fleet_files[1], "--processes", "1"]
+    argv += ["--score-from", "2026-01-06T00:30", "--policy", "stock:90"]
+    # GIVEN stderr on a terminal: the bar counts the tables planned, to the last
+    code, out, err = run(*argv, terminal=True)
+    assert code == 0, err
+    assert "reserve [" in err and "0/2 tables" in err and "2/2 tables" in err
+    # AND --quiet hides it
+    assert run(*argv, "--quiet", terminal=True) == (0, out, "")
+    # AND into a file, a pipe or a CI log (no terminal) there is none: the same answer alone
+    assert run(*argv) == (0, out, "")
 
 
 def test_a_reservation_that_loses_on_the_scored_part_is_told(tmp_path: Path) -> None:

@@ -588,9 +588,9 @@ def test_a_pre_warming_price_is_a_price_override() -> None:
 def test_tune_shows_progress_a_summary_the_terms_and_the_code(tmp_path: Path) -> None:
     path = trace_file(tmp_path)
     args = ["tune", "--trace", str(path), "--workers", "2"]
-    code, out, err = run(*args, "--candidate", "autopilot+stock:70+owned")
+    code, out, err = run(*args, "--candidate", "autopilot+stock:70+owned", terminal=True)
     assert code == 0, err
-    # progress on stderr: the runs done, to the last
+    # progress on stderr, a terminal's: the runs done, to the last
     assert "tune [" in err and "0/8 runs" in err and "8/8 runs" in err
     lines = out.splitlines()
     # the recommendation in one sentence, with its dollars a month and their spread
@@ -633,11 +633,14 @@ def test_tune_warns_plainly_when_the_history_is_too_short(tmp_path: Path) -> Non
     # GIVEN the shortest trace tune splits: an hour to fit on, an hour to choose on
     path = short_trace(tmp_path, 120)
     args = ["tune", "--trace", str(path), "--candidate", "on-demand"]
-    code, _, err = run(*args)
+    code, _, err = run(*args, terminal=True)
     assert code == 0 and "tune [" in err and "8/8 runs" in err  # the bar, as on any history
     # --quiet: no bar
-    code, out, err = run(*args, "--quiet")
+    code, out, err = run(*args, "--quiet", terminal=True)
     assert code == 0 and err == ""
+    # AND no bar where stderr is no terminal (a CI log, a file)
+    code, again, err = run(*args)
+    assert (code, again, err) == (0, out, "")
     lines = out.splitlines()
     # first and last: the warning, with the minimum needed and why
     for line in (lines[0], lines[-1]):

@@ -160,8 +160,8 @@ def _run_options(parser: argparse.ArgumentParser, json_shape: str = '{"policies"
         default=os.cpu_count() or 1,
         metavar="N",
         help="processes running policies (and ensemble settings) at once; default: the CPU "
-        "count. simulate and backtest show a progress bar with 1 only; tune and advise "
-        "show theirs (runs done, tables done) whatever the count",
+        "count. On a terminal, simulate and backtest show a progress bar with 1 only; tune "
+        "and advise show theirs (runs done, tables done) whatever the count",
     )
     _model_options(parser)
 

@@ -32,6 +32,7 @@ from .policies import (
     ThrottleAware,
 )
 from .prices import Prices
+from .text import on_a_terminal
 from .trace import Key, Trace, key_label
 
 DEFAULT_POLICIES = ("stock:70", "autopilot+stock:70", "on-demand", "oracle", "bound")
@@ -147,19 +148,10 @@ def build(
     )
 
 
-def _on_a_terminal(out: TextIO) -> bool:
-    """``out`` is a terminal: where a bar redrawn in place (``\r``) reads as one line; in a
-    file or a CI log each redraw would be kept."""
-    try:
-        return bool(out.isatty())
-    except (AttributeError, ValueError):  # no isatty, or closed
-        return False
-
-
 def _progress(out: TextIO | None, label: str, total: int) -> Callable[[int], None]:
     """A progress bar on ``out`` for a run of ``total`` minutes, shown when the trace is
     longer than a day and ``out`` is a terminal."""
-    if out is None or total <= DAY_MINUTES or not _on_a_terminal(out):
+    if out is None or total <= DAY_MINUTES or not on_a_terminal(out):
         return lambda t: None
     width = 30
     step = max(1, total // 100)
