@@ -22,6 +22,7 @@ from ..core.errors import shown, shown_text
 from ..core.floorplan import FloorPlan, parse_plan
 from ..core.memory import Memory, reconcile
 from ..core.names import (
+    DIMENSIONS,
     SCALER_TAGS,
     UNITS,
     resource_id,
@@ -29,7 +30,7 @@ from ..core.names import (
     table_of_arn,
 )
 from ..core.settings import ScalerConfig
-from ..core.table_limits import Limits
+from ..core.table_limits import Limits, RefusedTag
 from ..core.tables import (
     Dimension,
     ManagedTable,
@@ -352,19 +353,18 @@ def describe_table(
     description: Mapping[str, Any] | None = None,
     held: Sequence[HeldDimension] = (),
 ) -> ManagedTable:
-    """The table's managed dimensions. Raises NotManaged, OverrideError, ClientError,
-    UnsoundListing (its tags unsound), ValueError (its ARN or a capacity not sound).
-    ``description`` is DescribeTable's ``Table`` when the caller has just read it;
-    ``held``: what the state store says of the table's dimensions (its memory of each
-    minimum, reconciled here with the target's, and the autopilot's plans)."""
+    """The table's managed dimensions. Raises NotManaged, OverrideError (the configuration's
+    own: a tag never raises), ClientError, UnsoundListing (its tags unsound), ValueError
+    (its ARN or a capacity not sound). ``description``: DescribeTable's ``Table`` when the
+    caller has just read it; ``held``: what the state store says of the table's dimensions
+    (its memory of each minimum, reconciled with the target's, and the autopilot's plans)."""
     table = description or table_calls.describe(dynamodb, name)
     check_managed(table)
     arn = table_arn(name, table)
     tags = _read_tags(dynamodb, arn) if tags is None else tags
     parsed = parse_tags(tags, config.table_quota)
     _log_ignored(name, parsed.ignored)
-    limits = config.limits(name, parsed.limits)
-    by_scope = {h.scope: h for h in held}
+    limits, refused = _tag_limits(config, name, parsed.limits)
     managed = ManagedTable(
         name,
         arn,
@@ -379,7 +379,7 @@ def describe_table(
         ledger = DecreaseLedger.from_throughput(throughput, now)
         for dim in UNITS:
             target = targets.get((resource_id(name, index), scalable_dimension(index, dim)))
-            state = by_scope.get((index, dim))
+            state = next((h for h in held if h.scope == (index, dim)), None)
             owned = _owned(config, managed, index, dim, target, state)
             memory, dim_limits = _under_target(
                 managed, index, dim, target, state, limits[dim], owned
@@ -401,7 +401,49 @@ def describe_table(
                     warm=warm_of(spec, dim, config.table_quota),
                 )
             )
+    _refused_conflicts(managed, refused, limits)
     return managed
+
+
+def _tag_limits(
+    config: ScalerConfig, name: str, tag_limits: Mapping[str, float]
+) -> tuple[dict[str, Limits], dict[str, list[RefusedTag]]]:
+    """Each dimension's limits, without the min and max tags that would put its min above
+    its max (`ScalerConfig.conflicting_tags`: tags never raise), and those tags refused.
+    Raises `OverrideError` for the configuration's own errors."""
+    limits: dict[str, Limits] = {}
+    refused: dict[str, list[RefusedTag]] = {}
+    for dim in DIMENSIONS:
+        kept, refused[dim] = config.conflicting_tags(name, tag_limits, dim)
+        limits[dim] = config.limits(name, kept, (dim,))[dim]
+    return limits, refused
+
+
+def _refused_conflicts(
+    managed: ManagedTable, refused: Mapping[str, list[RefusedTag]], limits: Mapping[str, Limits]
+) -> None:
+    """Report the tags refused for putting a dimension's min above its max, where a
+    dimension of the table or of a GSI without a scalable target would have obeyed them
+    (under a target, its min and max are the target's): each logged (``tag-refused``) and
+    counted (``managed.refused_tags``, alarmed as ``RefusedTags``)."""
+    for dim, tags in refused.items():
+        if not tags or all(d.target is not None for d in managed.dimensions if d.dimension == dim):
+            continue
+        kept = limits[dim]
+        managed.refused_tags += len(tags)
+        for tag in tags:
+            log_event(
+                "tag-refused",
+                level=logging.WARNING,
+                table=managed.name,
+                dimension=dim,
+                key=tag.key,
+                value=tag.value,
+                reason=f"{tag.key}={tag.value} would put the {dim} min above its max, with "
+                "the configuration's limits and the other tags: not obeyed for that "
+                f"dimension, whose min and max stay {kept.min_capacity} and "
+                f"{kept.max_capacity}",
+            )
 
 
 def _owned(

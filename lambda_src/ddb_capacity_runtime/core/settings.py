@@ -27,7 +27,7 @@ from .names import (
 )
 from .policy import PolicyConfig, autopilot_config
 from .reservation import BLOCK_UNITS, MAX_RESERVED_UNITS, Reservation
-from .table_limits import Limits, limits_of
+from .table_limits import Limits, RefusedTag, conflicting_tags, limits_of
 from .validators import is_number, is_region
 
 DEFAULT_TICK_MINUTES = 2
@@ -86,16 +86,6 @@ def for_mode(
         else PolicyConfig(target_utilization=target_utilization)
     )
     return replace(policy, scale_down_minutes=tick_minutes * scale_down_ticks(tick_minutes, mode))
-
-
-@dataclass(frozen=True)
-class RefusedTag:
-    """A min or max tag refused for one dimension: it would lower that limit below what the
-    dimension needs (its consumption at its target utilization), or the need is unknown."""
-
-    key: str  # the tag's key, ``ddb-capacity:write-max``
-    value: int  # the limit the tag asks for
-    limit: str  # "min" or "max"
 
 
 class Kind(StrEnum):
@@ -691,17 +681,25 @@ class ScalerConfig:
             if wanted is None or s.key in wanted
         }
 
-    def limits(self, table: str, tag_limits: Mapping[str, float]) -> dict[str, Limits]:
+    def limits(
+        self, table: str, tag_limits: Mapping[str, float], dimensions: Iterable[str] = DIMENSIONS
+    ) -> dict[str, Limits]:
         """Per-dimension limits of ``table`` (`table_limits.limits_of`): configuration
         overrides win over the table's ``ddb-capacity:*`` tags, which win over the
         defaults. Raises `OverrideError`."""
-        return limits_of(
-            table,
-            self.overrides.get(table, {}),
-            tag_limits,
-            (self.default_min, self.default_max, self.policy.target_utilization * 100),
-            self.table_quota,
-        )
+        defaults = (self.default_min, self.default_max, self.policy.target_utilization * 100)
+        raw = self.overrides.get(table, {})
+        return limits_of(table, raw, tag_limits, defaults, self.table_quota, tuple(dimensions))
+
+    def conflicting_tags(
+        self, table: str, tag_limits: Mapping[str, float], dimension: str
+    ) -> tuple[dict[str, float], list[RefusedTag]]:
+        """The tag limits ``dimension`` obeys, without the min and max tags that would put
+        its min above its max (`table_limits.conflicting_tags`), and those tags. Raises
+        `OverrideError` for the configuration's own errors only."""
+        defaults = (self.default_min, self.default_max, self.policy.target_utilization * 100)
+        raw = self.overrides.get(table, {})
+        return conflicting_tags(table, raw, tag_limits, defaults, self.table_quota, dimension)
 
     def legacy_state_refused(self, now: datetime) -> str | None:
         """Why 0.4's state tags are not read on ``now``'s UTC day (removed unread); None:
@@ -753,20 +751,23 @@ class ScalerConfig:
         not known, and then no tag may lower a limit), and those tags. A tag lowers a limit
         when the limit is lower with it than without it (an override, or a per-dimension
         tag, that wins over it leaves it nothing to lower). Tags are untrusted input: one
-        that would cut a dimension below its load is not obeyed."""
+        that would cut a dimension below its load is not obeyed (nor, before them, those that
+        would put its min above its max: `conflicting_tags`, reported where the table is
+        described; a tag that one refused here hid, and that conflicts, goes with it)."""
         kept = dict(tag_limits)
         refused: list[RefusedTag] = []
         while True:
-            limits = self.limits(table, kept)[dimension]
+            kept, _ = self.conflicting_tags(table, kept, dimension)
+            limits = self.limits(table, kept, (dimension,))[dimension]
             found = None
             for name in (f"{dimension}-max", "max", f"{dimension}-min", "min"):
                 if name not in kept:
                     continue
                 limit = name.rpartition("-")[2]
-                try:
-                    other = self.limits(table, {k: v for k, v in kept.items() if k != name})
-                except OverrideError:
-                    continue  # without it min > max: the tag is what keeps them sound
+                # without it, a tag it hid that would put the min above the max goes too
+                rest = {k: v for k, v in kept.items() if k != name}
+                rest, _ = self.conflicting_tags(table, rest, dimension)
+                other = self.limits(table, rest, (dimension,))
                 value = getattr(limits, f"{limit}_capacity")
                 without = getattr(other[dimension], f"{limit}_capacity")
                 if value < without and (need is None or value < need):

@@ -1,14 +1,17 @@
-"""Runs in: scaler Lambda, CDK app (synth time: the construct checks its overrides).
+"""Runs in: scaler Lambda, broker Lambda, signals Lambda, CDK app (synth time: the
+construct checks its overrides).
 
 One table's limits, per dimension (`Limits`): the configuration's override for the table
 wins over the table's ``ddb-capacity:*`` tags, which win over the scaler's defaults
 (`limits_of`); the shape of an override (`check_override`), and every bound checked, each
-refusal an `OverrideError` naming the table, the dimension, the source and the value.
+refusal an `OverrideError` naming the table, the dimension, the source and the value. Tags
+are untrusted input, never the cause of an exception: a min or max tag that would put a
+dimension's min above its max is refused for that dimension (`conflicting_tags`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,23 +31,36 @@ class Limits:
     target_utilization: float
 
 
+@dataclass(frozen=True)
+class RefusedTag:
+    """A min or max tag refused for one dimension: it would lower that limit below what the
+    dimension needs (its consumption at its target utilization), or the need is unknown
+    (`settings.ScalerConfig.refuse_lowering_tags`); or it would put the dimension's min
+    above its max (`conflicting_tags`)."""
+
+    key: str  # the tag's key, ``ddb-capacity:write-max``
+    value: int  # the limit the tag asks for
+    limit: str  # "min" or "max"
+
+
 def limits_of(
     table: str,
     raw: Any,
     tag_limits: Mapping[str, float],
     defaults: tuple[int, int, float],
     quota: int,
+    dimensions: Sequence[str] = DIMENSIONS,
 ) -> dict[str, Limits]:
-    """Per-dimension limits of ``table``: ``raw`` (its override in the configuration) wins
-    over ``tag_limits`` (its ``ddb-capacity:*`` tags, already checked by `tags.parse_tags`),
-    which win over ``defaults`` (min, max, target in percent); each capacity a whole number
-    from 1 to ``quota``. Raises `OverrideError`."""
+    """Per-dimension limits of ``table`` (those of ``dimensions``): ``raw`` (its override in
+    the configuration) wins over ``tag_limits`` (its ``ddb-capacity:*`` tags, already
+    checked by `tags.parse_tags`), which win over ``defaults`` (min, max, target in
+    percent); each capacity a whole number from 1 to ``quota``. Raises `OverrideError`."""
     default_min, default_max, default_target = defaults
     from_tags: dict[str, Any] = dict(tag_limits)
     check_override(table, raw)
     configured = dict(raw)
     out = {}
-    for dim in DIMENSIONS:
+    for dim in dimensions:
         nested = configured.get(dim, {})
 
         tag = f"tag {TAG_PREFIX}"
@@ -73,6 +89,48 @@ def limits_of(
             raise OverrideError(f"table {table} {dim}: min ({mn}) must not be above max ({mx})")
         out[dim] = Limits(mn, mx, target / 100)
     return out
+
+
+def conflicting_tags(
+    table: str,
+    raw: Any,
+    tag_limits: Mapping[str, float],
+    defaults: tuple[int, int, float],
+    quota: int,
+    dimension: str,
+) -> tuple[dict[str, float], list[RefusedTag]]:
+    """The tag limits that ``dimension`` of ``table`` obeys (the arguments are `limits_of`'s),
+    and the min and max tags it refuses: those that put its min above its max once merged
+    with the configuration's override ``raw`` and the ``defaults`` (a ``min`` of 1500 under a
+    default max of 1000, a ``max`` of 3 over a default min of 5; both refused when a min tag
+    and a max tag contradict each other). The dimension then has the limits it would have
+    without them. A tag the override wins over is not in play, and never refused. Raises
+    `OverrideError` only for the configuration's own errors (without any tag)."""
+    limits_of(table, raw, {}, defaults, quota, (dimension,))
+    nested = raw.get(dimension, {})
+    kept = dict(tag_limits)
+    refused: list[RefusedTag] = []
+    while True:
+        try:
+            limits_of(table, raw, kept, defaults, quota, (dimension,))
+            return kept, refused
+        except OverrideError:
+            names = [
+                (name, limit)
+                for limit in ("min", "max")
+                if limit not in raw and limit not in nested
+                for name in [_tag_of(kept, dimension, limit)]
+                if name is not None
+            ]
+            if not names:  # not a tag's doing (tags.parse_tags checked each value)
+                raise
+        for name, limit in names:
+            refused.append(RefusedTag(f"{TAG_PREFIX}{name}", int(kept.pop(name)), limit))
+
+
+def _tag_of(tag_limits: Mapping[str, float], dimension: str, limit: str) -> str | None:
+    """The tag that sets ``dimension``'s ``limit`` (its own, else the table's), if any."""
+    return next((n for n in (f"{dimension}-{limit}", limit) if n in tag_limits), None)
 
 
 OVERRIDE_KEYS = ("min", "max", "target")

@@ -11,7 +11,8 @@ and never the cause of an exception:
   percentages from 20 to 90, written in ASCII digits (``0``-``9``: ``str.isdigit`` and
   ``int`` also take other scripts' digits, such as ``١٢``, and superscripts). A min or max
   within bounds is still refused, dimension by dimension, where it would lower a limit
-  below what the dimension consumes (`settings.ScalerConfig.refuse_lowering_tags`);
+  below what the dimension consumes (`settings.ScalerConfig.refuse_lowering_tags`), or put
+  its min above its max (`table_limits.conflicting_tags`);
 - 0.4's state tags, read once when a tick first sees the table and moved into the state
   store (`ddb_capacity_runtime.aws.store`), then removed: the memory of a raised
   minimum, ``ddb-capacity:base-min:<table|index/NAME>:<read|write>`` = ``<base>:<set>``,

@@ -42,7 +42,8 @@ def refuse_tags(
     it consumes at its target utilization (or while that is not known) refused for that
     dimension (`ScalerConfig.refuse_lowering_tags`): the dimension keeps the limits
     it would have without them (and any hold's lift). Each refusal is logged
-    (``tag-refused``) and the tags refused are counted (``table.refused_tags``). A dimension
+    (``tag-refused``) and the tags refused are counted (``table.refused_tags``, on top of
+    those refused already for putting a min above its max). A dimension
     under a scalable target has the target's limits, not the tags'."""
     if not any(not name.endswith("target") for name in table.tag_limits):
         return table
@@ -89,4 +90,4 @@ def refuse_tags(
                 f"it needs: {consumption}. Not obeyed: the {r.limit} stays {now_limit}",
             )
         dims.append(d)
-    return replace(table, dimensions=dims, refused_tags=len(refused_keys))
+    return replace(table, dimensions=dims, refused_tags=table.refused_tags + len(refused_keys))
