@@ -689,10 +689,24 @@ def _not_due(
     since: int,
 ) -> SurgePlan:
     """No raise: ``limited`` (counted over budget) when the surge cap alone leaves a new
-    surge the rule asks for no room, else ``none``."""
+    surge the rule asks for no room; ``refused`` when the dimension's max does (a due surge
+    clamped to nothing: counted as a surge not applied, never passed over); else ``none``."""
     if room == 0 and stands.surge is None and _rule(combined, live, stands, bounds, None):
         return SurgePlan("limited", over_budget=True, reason=_capped(since, stands))
+    if live.max_capacity < NO_LIMIT:
+        want = _rule(combined, replace(live, max_capacity=NO_LIMIT), stands, bounds, room)
+        if want is not None:
+            return SurgePlan("refused", want, reason=_at_max(want, live))
     return SurgePlan("none")
+
+
+def _at_max(want: int, live: Live) -> str:
+    """Why the dimension's max leaves a due surge no room."""
+    return (
+        f"the dimension's max ({live.max_capacity:,}: its scalable target's, or the table "
+        f"quota without one) leaves no room for a surge to {want:,} over the "
+        f"{live.provisioned:,} units provisioned"
+    )
 
 
 def _capped(since: int, stands: Standing[Any]) -> str:

@@ -561,7 +561,7 @@ def _raise(
     table, target and limits; decide (`core.surge.plan_raise`); then write the surge
     hold (made or renewed), spend the budget and raise the dimension to it. Returns the
     row's status, the level applied and the changes made."""
-    managed = read_table(ctx, first.table, first.d.index, None)
+    managed = read_table(ctx, first.table, first.d.index, None, quota=store.limits.quota)
     dim = dimension_of(managed, first.d.index, first.d.dimension)
     _, base = base_of(dim, state)
     now = ctx.clock()

@@ -35,6 +35,7 @@ from ..core.holds import (
     TableGone,
 )
 from ..core.memory import Memory, reconcile
+from ..core.names import DEFAULT_TABLE_QUOTA
 from ..core.policy import capacity_units
 from ..core.series import window
 from ..core.settings import ScalerConfig
@@ -61,10 +62,20 @@ class Context:
         return datetime.fromtimestamp(self.clock(), UTC)
 
 
-def read_table(ctx: Context, table: str, index: str | None, deadline: float | None) -> ManagedTable:
+def read_table(
+    ctx: Context,
+    table: str,
+    index: str | None,
+    deadline: float | None,
+    *,
+    quota: int = DEFAULT_TABLE_QUOTA,
+) -> ManagedTable:
     """The table's current state, waiting (until ``deadline``; None: not at all) while it or
-    the index is being updated. Raises CapacityRequestError for what no wait can fix."""
-    config = ScalerConfig(tables=(table,))
+    the index is being updated. Raises CapacityRequestError for what no wait can fix.
+    Without a scaler's configuration, a dimension without a scalable target is bounded by
+    the table ``quota`` alone (its limits from 1 to it; its tags, untrusted, never fail
+    the read: `table_limits.conflicting_tags`)."""
+    config = ScalerConfig(tables=(table,), default_min=1, default_max=quota, table_quota=quota)
     while True:
         now = ctx.now()
         try:
