@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..aws import actuator
@@ -279,26 +279,47 @@ def restore_expired(
 
 
 def drop_holds(store: HoldStore, table: str, why: str, *, deadline: float) -> list[dict[str, Any]]:
-    """Forget every hold of ``table`` without touching the table (what a broker does for a
-    table that left its scope: it may no longer change it). Only the holds go: a scaler's
-    memory of the dimension, or its plan, stays. The rows say each dimension's base and
-    the level its holds had, for whoever restores it by hand."""
+    """Forget the expired holds of ``table`` (and the malformed ones) without touching the
+    table (what a broker does for a table that left its scope: it may no longer change it);
+    its active holds stay until they expire, and go then. Only the holds go: a scaler's
+    memory of the dimension (its base, the minimum set), or its plan, stays. The rows say
+    each dimension's base and the level its holds had, for whoever restores it by hand, and
+    (`_dropped_note`) what the store kept."""
+    now = datetime.fromtimestamp(store.clock(), UTC)
     rows = []
     for state in store.table(table):
-        if not state.holds and not state.malformed:
+        if not state.needs_restore(now):
             continue
         index, dim = state.scope
         with store.lease(table, index, dim, deadline=deadline) as lease:
             fresh = store.get(table, index, dim)
-            if fresh is None or (not fresh.holds and not fresh.malformed):
+            if fresh is None or not fresh.needs_restore(now):
                 continue
-            lease.write(holds=[])
+            active = fresh.active(now)
+            lease.write(holds=active)
             held = level(fresh.holds)
             base = fresh.base or 0
+            note = _dropped_note(why, fresh, held, bool(active))
             rows.append(
-                result_row(table, index, dim, Via.NONE, held, base, Status.DROPPED, note=why)
+                result_row(table, index, dim, Via.NONE, held, base, Status.DROPPED, note=note)
             )
     return rows
+
+
+def _dropped_note(why: str, fresh: HeldDimension, held: int, active: bool) -> str:
+    """What a dimension whose expired holds were dropped is left with: nothing lowered it;
+    where the store remembers the minimum the holds set over its base, a scaler connected to
+    the store lowers it to the base as its own raise; active holds stay until they expire."""
+    note = f"{why}: its expired holds are forgotten without lowering it (held at {held:,})"
+    if fresh.base is not None and fresh.set_to is not None and fresh.set_to != fresh.base:
+        note += (
+            f"; the store keeps its base ({fresh.base:,}) and the minimum set ({fresh.set_to:,}): "
+            "a scaler connected to this hold store lowers the minimum to its base as its own "
+            "raise, and without one it stays where the holds left it"
+        )
+    else:
+        note += "; its capacity stays where the holds left it"
+    return note + ("; its active holds stay until they expire" if active else "")
 
 
 def release_rows(

@@ -28,12 +28,13 @@ def restore_tables(
     tables: Sequence[str], *, clients: Clients | None = None, store: HoldStore | None = None
 ) -> dict[str, Any]:
     """End the expired holds of each table in ``tables``, the hold store being ``store``
-    (default ``$CAPACITY_HOLDS_TABLE``), and forget every hold of a table not in ``tables``
-    (it left the broker's scope: the broker may no longer change it) or that was deleted
-    or went on-demand. A dimension the restore could not lower (AWS refused, or the day's
-    decreases are spent) is a failure too, and its hold stays for the next run. Forgotten
-    holds are counted (EMF ``HoldsDropped``) and logged with the level they held, so that
-    an operator can restore that table by hand. Each table is its own fault domain; any
+    (default ``$CAPACITY_HOLDS_TABLE``), and forget the expired holds of a table not in
+    ``tables`` (it left the broker's scope, or was held in direct mode: the broker may not
+    change it; its active holds stay until they expire), and every hold of a table that
+    was deleted or went on-demand. A dimension the restore could not lower (AWS refused, or
+    the day's decreases are spent) is a failure too, and its hold stays for the next run.
+    Forgotten holds are counted (EMF ``HoldsDropped``) and logged with the level they held,
+    so that an operator can restore that table by hand. Each table is its own fault domain; any
     failure raises after the others ran."""
     clients = clients or make_clients()
     store = open_store(store, clients)
@@ -52,13 +53,8 @@ def restore_tables(
                     name, store=store, clients=clients, held=held.get(name, [])
                 )
             else:
-                out["restored"] += drop_holds(
-                    store,
-                    name,
-                    "the broker no longer serves this table; its minimum stays where the "
-                    "holds left it",
-                    deadline=store.clock() + 30,
-                )
+                why = "the broker does not serve this table"
+                out["restored"] += drop_holds(store, name, why, deadline=store.clock() + 30)
         except Exception as exc:
             out["failed"].append({"table": name, "error": describe_error(exc)})
     # a hold whose dimension could not be lowered stays for the next run: a failure still
