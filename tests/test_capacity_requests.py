@@ -996,9 +996,11 @@ def test_after_a_hold_and_a_scaler_raise_the_minimum_comes_back_to_the_base(
 
 
 def test_the_restorer_fails_one_table_alone_and_drops_holds_that_can_do_nothing(
-    world: World, capsys: pytest.CaptureFixture[str]
+    world: World, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # GIVEN expired holds on two real tables, on a table that no longer exists, and on a
+    # GIVEN a broker whose hold store is the world's (as its function's environment names it)
+    monkeypatch.setenv("CAPACITY_HOLDS_TABLE", world.store.name)
+    # AND expired holds on two real tables, on a table that no longer exists, and on a
     # table the broker no longer serves; DescribeTable fails for one of the real tables
     gone = datetime.now(UTC) - timedelta(minutes=1)
     names = [world.table(f"Restore{i}", 10, 40, tagged=False) for i in range(2)]
@@ -1039,9 +1041,13 @@ def test_the_restorer_fails_one_table_alone_and_drops_holds_that_can_do_nothing(
     # stays where the hold left it)
     assert stored(world, ghost) == {} and stored(world, switched) == {}
     assert stored(world, left) == {} and world.throughput(left) == (10, 640)
-    # AND counted: three dimensions dropped
+    # AND counted: three dimensions dropped, for the broker's deployment (dimension
+    # StateStore, its hold store), which its CapacityRequests alarms on alone
     records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert [r["HoldsDropped"] for r in records if "HoldsDropped" in r] == [3]
+    (dropped,) = [r for r in records if "HoldsDropped" in r]
+    assert (dropped["HoldsDropped"], dropped["StateStore"]) == (3, world.store.name)
+    (group,) = dropped["_aws"]["CloudWatchMetrics"]
+    assert (group["Namespace"], group["Dimensions"]) == ("DynamoDBCapacity", [["StateStore"]])
 
 
 def test_a_scaler_raise_a_hold_and_a_raise_during_it_never_lose_the_configured_minimum(

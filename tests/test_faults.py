@@ -533,13 +533,16 @@ def test_a_target_whose_min_is_above_its_max_is_held_and_counted(world: World) -
     # AND it is counted for its table (an alarm watches it), and said why
     assert emf(events, inverted)["BadTargets"] == 1
     assert "BadTargets" not in emf(events, busy)
-    # with no dimension too, which its alarm watches (the worst table's Maximum): an alarm
-    # cannot watch a SEARCH over the tables' metrics
-    per_table, worst = emf(events, inverted)["_aws"]["CloudWatchMetrics"]
+    # and for the scaler's deployment too (dimension StateStore, its state store's name),
+    # which its alarm watches (the worst table's Maximum): an alarm cannot watch a SEARCH
+    # over the tables' metrics, and another scaler of the account has its own series
+    record = emf(events, inverted)
+    per_table, worst = record["_aws"]["CloudWatchMetrics"]
     assert per_table["Dimensions"] == [["TableName"]]
+    assert (record["TableName"], record["StateStore"]) == (inverted, world.store.name)
     assert worst == {
         "Namespace": "DynamoDBCapacity",
-        "Dimensions": [[]],
+        "Dimensions": [["StateStore"]],
         "Metrics": [
             {"Name": "CapacityAtMax", "Unit": "Count"},
             {"Name": "BadTargets", "Unit": "Count"},

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ddb_capacity_runtime.core.names import METRICS_NAMESPACE
+from ddb_capacity_runtime.core.names import METRICS_NAMESPACE, METRICS_STORE_ENV
 from ddb_capacity_runtime.core.report_batch import reports_of
 from ddb_capacity_runtime.core.surge_report import SIGNALS_ENV, parse_report
 from ddb_capacity_runtime.fast_path.hook import HOOK_FAILURES
@@ -152,16 +152,23 @@ def test_without_a_signals_function_the_program_runs_and_one_line_says_why(
     assert fake.requests == []
 
 
+STORE = "orders-holds"
+"""The hold store a function granted the signals function is told of (`METRICS_STORE_ENV`)."""
+
+
 def _hook_failures(stdout: str) -> int:
-    """The ``HookFailures`` counted by the EMF lines of a program's standard output."""
+    """The ``HookFailures`` counted by the EMF lines of a program's standard output, each
+    for the deployment of `STORE` (dimension ``StateStore``), as the library's other EMF
+    counts are written."""
     lines = [json.loads(x) for x in stdout.splitlines() if x.startswith('{"_aws"')]
-    for line in lines:  # each as the library's other EMF counts are written
+    for line in lines:
         (metrics,) = line["_aws"]["CloudWatchMetrics"]
         assert metrics == {
             "Namespace": METRICS_NAMESPACE,
-            "Dimensions": [[]],
+            "Dimensions": [["StateStore"]],
             "Metrics": [{"Name": HOOK_FAILURES}],
         }
+        assert line["StateStore"] == STORE
     return sum(int(line.get(HOOK_FAILURES, 0)) for line in lines)
 
 
@@ -187,6 +194,7 @@ def test_a_bad_setting_never_stops_the_program_and_is_counted_in_a_lambda_functi
         PYTHONPATH=str(BOOTSTRAP),
         CAPACITY_SIGNALS="capacity-signals",
         **{variable: value},
+        **{METRICS_STORE_ENV: STORE},
         **({"AWS_LAMBDA_FUNCTION_NAME": "orders-worker"} if in_lambda else {}),
     )
     # WHEN it runs
@@ -211,6 +219,7 @@ def test_a_library_that_cannot_be_imported_is_counted_too(fake: FakeLambda, tmp_
         PYTHONPATH=f"{BOOTSTRAP}{os.pathsep}{broken.parent}",
         CAPACITY_SIGNALS="capacity-signals",
         AWS_LAMBDA_FUNCTION_NAME="orders-worker",
+        **{METRICS_STORE_ENV: STORE},
     )
     # WHEN a program starts
     done = _run([sys.executable, "-c", "print('app done')"], env, tmp_path)

@@ -219,6 +219,10 @@ def test_above_the_threshold_the_tick_sends_its_tables_in_batches(
     assert all("Tags" not in m["body"] and TAG_KEY not in m["body"] for m in messages)
     (record,) = emf_records(out)
     assert (record["TablesFound"], record["BatchesSent"], record["SharedFailures"]) == (7, 3, 0)
+    # the scheduled invocation's record is its deployment's (dimension StateStore: its
+    # state store), as the tick's own record is
+    assert record["StateStore"] == world.store.name
+    assert [g["Dimensions"] for g in record["_aws"]["CloudWatchMetrics"]] == [[["StateStore"]]]
     assert world.throughput(names[0]) == (10, 10)
 
 
@@ -488,7 +492,11 @@ def test_a_batch_received_after_its_deadline_is_counted_and_not_ticked(
     assert reason is not None and "after its deadline" in reason
     assert world.throughput(idle) == (200, 200)
     (record,) = emf_records(out)
-    assert (record["Failures"], record["LateBatches"]) == (1, 1)
+    assert (record["Failures"], record["LateBatches"], record["StateStore"]) == (
+        1,
+        1,
+        world.store.name,
+    )
     assert [e["event"] for e in events] == ["batch-late"]
 
 

@@ -348,7 +348,9 @@ def test_in_a_lambda_function_the_hooks_failures_are_counted_as_a_metric(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     # GIVEN a hook whose sends fail, in a Lambda function (whose log's EMF lines Lambda
-    # makes metrics) or in a process of its own
+    # makes metrics) or in a process of its own, granted the signals function of the
+    # deployment whose hold store is orders-holds
+    monkeypatch.setenv("CAPACITY_METRICS_STORE", "orders-holds")
     if in_lambda:
         monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "orders-worker")
     else:
@@ -368,13 +370,15 @@ def test_in_a_lambda_function_the_hooks_failures_are_counted_as_a_metric(
     watcher.stop()
     records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     # THEN in Lambda each round with new failures writes one HookFailures count of them, in
-    # the namespace CapacityRequests alarms on; elsewhere the program's output is left alone
+    # the namespace and for the deployment (dimension StateStore, its hold store) its
+    # CapacityRequests alarms on; elsewhere the program's output is left alone
     counts = [r["HookFailures"] for r in records if "HookFailures" in r]
     assert watcher.failed_sends >= 2 and watcher.errors == watcher.dropped == 0
     assert counts == ([1] * watcher.failed_sends if in_lambda else [])
-    assert all(
-        r["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "DynamoDBCapacity" for r in records
-    )
+    for r in records:
+        (group,) = r["_aws"]["CloudWatchMetrics"]
+        assert (group["Namespace"], group["Dimensions"]) == ("DynamoDBCapacity", [["StateStore"]])
+        assert r["StateStore"] == "orders-holds"
 
 
 @pytest.mark.parametrize(

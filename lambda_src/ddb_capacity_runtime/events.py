@@ -57,43 +57,49 @@ def event_fields(record: logging.LogRecord) -> dict[str, Any] | None:
     return {k: v for k, v in record.__dict__.items() if k not in standard}
 
 
+STORE_DIMENSION = "StateStore"
+"""The one dimension of the library's counts that are not per table: the name of the
+emitting function's state store (``core.names.metrics_store``), which tells one deployment
+(a ``CapacityRequests``, a ``ThrottleAwareScaler``) from another in the same account and
+Region; the constructs' alarms watch their own store's series."""
+
+
 def emf_record(
     namespace: str,
     values: Mapping[str, float],
     timestamp: float,
     *,
+    store: str | None,
     table: str | None = None,
     unit: str | None = "Count",
     undimensioned: Collection[str] = (),
 ) -> dict[str, Any]:
     """One Embedded Metric Format record of ``values`` in ``namespace`` at ``timestamp``
-    (seconds since the epoch): per table (dimension ``TableName``) or with no dimension.
-    ``unit`` None: the metrics carry no unit. Those of a table's ``values`` named in
-    ``undimensioned`` are also published with no dimension, where the Maximum of a period is
-    the worst table's: what an alarm can watch (an alarm cannot watch a SEARCH over the
-    tables' metrics, which returns many series)."""
+    (seconds since the epoch): per table (dimension ``TableName``) or for the deployment of
+    the state store ``store`` (dimension `STORE_DIMENSION`; ``store`` None: no dimension,
+    for a function with no store). ``unit`` None: the metrics carry no unit. Those of a
+    table's ``values`` named in ``undimensioned`` are also published for the deployment,
+    where the Maximum of a period is its worst table's: what an alarm can watch (an alarm
+    cannot watch a SEARCH over the tables' metrics, which returns many series)."""
 
     def metrics(names: Iterable[str]) -> list[dict[str, str]]:
         return [{"Name": n, "Unit": unit} if unit else {"Name": n} for n in names]
 
-    also = [n for n in values if n in undimensioned] if table else []
+    also = [n for n in values if n in undimensioned] if table else list(values)
+    groups = []
+    if table:
+        groups.append({"Dimensions": [["TableName"]], "Metrics": metrics(values)})
+    if also:
+        groups.append(
+            {"Dimensions": [[STORE_DIMENSION]] if store else [[]], "Metrics": metrics(also)}
+        )
     return {
         "_aws": {
             "Timestamp": int(timestamp * 1000),
-            "CloudWatchMetrics": [
-                {
-                    "Namespace": namespace,
-                    "Dimensions": [["TableName"]] if table else [[]],
-                    "Metrics": metrics(values),
-                },
-                *(
-                    [{"Namespace": namespace, "Dimensions": [[]], "Metrics": metrics(also)}]
-                    if also
-                    else []
-                ),
-            ],
+            "CloudWatchMetrics": [{"Namespace": namespace, **g} for g in groups],
         },
         **({"TableName": table} if table else {}),
+        **({STORE_DIMENSION: store} if store and also else {}),
         **values,
     }
 
@@ -109,14 +115,15 @@ LAMBDA_ENV = "AWS_LAMBDA_FUNCTION_NAME"
 """Set in a Lambda function, whose log's EMF lines become metrics."""
 
 
-def count_in_lambda(namespace: str, metric: str, value: float = 1) -> None:
+def count_in_lambda(namespace: str, metric: str, value: float = 1, *, store: str | None) -> None:
     """In a Lambda function, one Embedded Metric Format count of ``metric`` (``value``, no
-    dimension, no unit) in ``namespace``: Lambda makes its log's EMF lines metrics.
+    unit) in ``namespace``, for the deployment of the state store ``store`` (`emf_record`):
+    Lambda makes its log's EMF lines metrics.
     Elsewhere nothing: a line among a program's own output would be no metric. An output
     that fails is nothing to stop for."""
     if not os.environ.get(LAMBDA_ENV):
         return
     try:
-        emit_metrics(emf_record(namespace, {metric: value}, time.time(), unit=None))
+        emit_metrics(emf_record(namespace, {metric: value}, time.time(), store=store, unit=None))
     except Exception:  # noqa: BLE001, S110
         pass

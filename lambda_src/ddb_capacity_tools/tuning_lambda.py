@@ -275,10 +275,12 @@ def tuning_handler(event: Mapping[str, Any], context: Any = None) -> dict[str, i
         counts = tune_run(boto3.client("s3"), boto3.client("dynamodb"), settings, datetime.now(UTC))
     except Exception as exc:
         emit_metrics(
-            emf_record(NAMESPACE, {**dict.fromkeys(COUNTS, 0), "Failures": 1}, time.time())
+            emf_record(
+                NAMESPACE, {**dict.fromkeys(COUNTS, 0), "Failures": 1}, time.time(), store=None
+            )
         )
         log_event("tuning-failed", level=logging.ERROR, error=shown(describe_error(exc)))
         raise
-    emit_metrics(emf_record(NAMESPACE, counts, time.time()))
+    emit_metrics(emf_record(NAMESPACE, counts, time.time(), store=None))
     log_event("tuned", counts=counts, dry_run=settings.dry_run)
     return counts

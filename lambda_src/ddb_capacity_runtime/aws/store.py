@@ -85,6 +85,7 @@ from ..core.names import (
     METRICS_NAMESPACE,
     STORE_ENV,
     TABLE_QUOTA_ENV,
+    metrics_store,
     parse_table_quota,
     scope_label,
 )
@@ -517,10 +518,9 @@ def base_replaced(key: Mapping[str, Any], base: int) -> None:
 
 def _dropped(event: str, level: int, key: Mapping[str, Any], **fields: Any) -> None:
     """Something of the item ``key`` no writer of the library could have written, dropped:
-    logged as ``event`` with the item and ``fields`` and, in a Lambda function, counted as
-    ``HoldsDropped`` (alarmed by ``CapacityRequests``)."""
+    logged as ``event`` with the item and ``fields``; in a Lambda function, ``HoldsDropped``."""
     log_event(event, level=level, table=key["pk"]["S"], item=key["sk"]["S"], **fields)
-    count_in_lambda(METRICS_NAMESPACE, "HoldsDropped")
+    count_in_lambda(METRICS_NAMESPACE, "HoldsDropped", store=metrics_store())
 
 
 @dataclass

@@ -24,6 +24,10 @@ FAILURES = "HookFailures"
 SIGNALS_ENV = "CAPACITY_SIGNALS"
 """The signals function's variable (`ddb_capacity_runtime.core.surge_report.SIGNALS_ENV`), read
 here before anything is imported."""
+STORE_ENVS = ("CAPACITY_METRICS_STORE", "CAPACITY_HOLDS_TABLE")
+STORE_DIMENSION = "StateStore"
+"""The variables `ddb_capacity_runtime.core.names.metrics_store` reads, first set first, and
+the dimension their value is (`ddb_capacity_runtime.events.STORE_DIMENSION`)."""
 
 
 def _install() -> None:
@@ -53,9 +57,14 @@ def _count_failure() -> None:
     import json
     import time
 
-    metrics = [{"Namespace": NAMESPACE, "Dimensions": [[]], "Metrics": [{"Name": FAILURES}]}]
+    store = next((v for v in (os.environ.get(n, "").strip() for n in STORE_ENVS) if v), None)
+    dimensions = [[STORE_DIMENSION]] if store else [[]]
+    metrics = [{"Namespace": NAMESPACE, "Dimensions": dimensions, "Metrics": [{"Name": FAILURES}]}]
     record = {"_aws": {"Timestamp": int(time.time() * 1000), "CloudWatchMetrics": metrics}}
-    print(json.dumps({**record, FAILURES: 1}), flush=True)
+    print(
+        json.dumps({**record, **({STORE_DIMENSION: store} if store else {}), FAILURES: 1}),
+        flush=True,
+    )
 
 
 def _next_sitecustomize() -> None:

@@ -6,6 +6,9 @@ resource ids, scalable dimensions and the library's table tags."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
+
 from .validators import is_whole, whole_text
 
 DIMENSIONS = ("read", "write")
@@ -45,8 +48,23 @@ any Region only where this tag names it (a Region dropped from the table, the ta
 
 
 METRICS_NAMESPACE = "DynamoDBCapacity"
-"""Where the broker, the restorer, the signals function, the stream reader and the client
-hook in a Lambda function send their Embedded Metric Format counts (no dimension)."""
+"""Where the scaler, the broker, the signals function, the stream reader and the client
+hook in a Lambda function send their Embedded Metric Format counts: per table (dimension
+``TableName``) or for their deployment (dimension ``StateStore``, `metrics_store`)."""
+METRICS_STORE_ENV = "CAPACITY_METRICS_STORE"
+"""The environment variable that names, in a user's function that reports to the fast path
+(``CapacityRequests.grant_signals``, ``instrument``), the hold store of the deployment its
+hook's counts belong to: the function is not given `STORE_ENV`, which would let its
+requests go to the store directly."""
+
+
+def metrics_store(env: Mapping[str, str] = os.environ) -> str | None:
+    """The state store whose deployment a function's counts belong to, the value of their
+    ``StateStore`` dimension: `METRICS_STORE_ENV`, else `STORE_ENV` (every function the
+    constructs deploy has it); None when neither is set (the counts then carry no dimension,
+    which no construct's alarm watches)."""
+    return env.get(METRICS_STORE_ENV, "").strip() or env.get(STORE_ENV, "").strip() or None
+
 
 WORST_TABLE_METRICS = frozenset(
     {"CapacityAtMax", "BadTargets", "RefusedTags", "TargetsNotOwned", "Updating"}

@@ -35,7 +35,7 @@ from typing import Any
 from ..core.call_limits import most_units, page_items
 from ..core.errors import WatchError as WatchError
 from ..core.errors import WatchTypeError as WatchTypeError
-from ..core.names import METRICS_NAMESPACE
+from ..core.names import METRICS_NAMESPACE, metrics_store
 from ..core.report_batch import MAX_BATCH_REPORTS, MAX_BATCHES_PER_ROUND, batch_json, batches
 from ..core.surge_report import MAX_PROCESS_CHARS, SIGNALS_ENV, Report
 from ..core.validators import is_number
@@ -495,7 +495,7 @@ class Watcher:
             total = self._failed + self._errors + self._ledger.dropped
             new, self._published = total - self._published, total
         if new > 0:
-            count_in_lambda(METRICS_NAMESPACE, HOOK_FAILURES, new)
+            count_in_lambda(METRICS_NAMESPACE, HOOK_FAILURES, new, store=metrics_store())
 
     def _take(self, name: str) -> Report | None:
         """The report ``name``'s table has to give now, taken from the ledger; None: none."""

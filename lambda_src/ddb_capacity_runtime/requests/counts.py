@@ -17,7 +17,7 @@ from typing import Any
 
 from ..core.errors import shown
 from ..core.holds import HeldDimension
-from ..core.names import METRICS_NAMESPACE
+from ..core.names import METRICS_NAMESPACE, metrics_store
 from ..core.outcomes import Status
 from ..events import count_in_lambda, emf_record, emit_metrics, log_event
 
@@ -26,8 +26,10 @@ NAMESPACE = METRICS_NAMESPACE
 
 
 def count(metric: str, value: int = 1) -> None:
-    """One EMF record of the broker's namespace: ``metric`` is ``value``."""
-    emit_metrics(emf_record(NAMESPACE, {metric: value}, time.time(), unit=None))
+    """One EMF record of the broker's namespace: ``metric`` is ``value``, for the deployment
+    of the function's store (`metrics_store`)."""
+    record = emf_record(NAMESPACE, {metric: value}, time.time(), store=metrics_store(), unit=None)
+    emit_metrics(record)
 
 
 def count_within_warm(changes: Iterable[Mapping[str, Any]]) -> None:
@@ -51,7 +53,7 @@ def dropped(rows: Iterable[Mapping[str, Any]], *, in_lambda_only: bool = False) 
     if gone:
         log_event("holds-dropped", level=logging.WARNING, dropped=gone)
         if in_lambda_only:
-            count_in_lambda(NAMESPACE, "HoldsDropped", len(gone))
+            count_in_lambda(NAMESPACE, "HoldsDropped", len(gone), store=metrics_store())
         else:
             count("HoldsDropped", len(gone))
 
@@ -88,7 +90,7 @@ def malformed_dropped(state: HeldDimension | None, by: str) -> None:
         count=len(state.malformed),
         by=by,
     )
-    count_in_lambda(NAMESPACE, "HoldsDropped")
+    count_in_lambda(NAMESPACE, "HoldsDropped", store=metrics_store())
 
 
 SHOWN_MALFORMED = 10

@@ -107,12 +107,12 @@ def run_batch(
         batch = parse_batch(body, started, config.tick_minutes)
     except BatchError as exc:
         log_event("batch-refused", level=logging.ERROR, reason=str(exc))
-        _count(config, {"Failures": 1}, started, out)
+        _count(config, store, {"Failures": 1}, started, out)
         return str(exc)
     if started >= batch.deadline:
         reason = f"{batch.label}: received at {started:%H:%M:%SZ}, after its deadline"
         log_event("batch-late", level=logging.ERROR, reason=reason, tables=len(batch.tables))
-        _count(config, {"Failures": 1, "LateBatches": 1}, started, out)
+        _count(config, store, {"Failures": 1, "LateBatches": 1}, started, out)
         return reason
     summary = tick(
         config,
@@ -182,7 +182,7 @@ def coordinate(
     log_event("tick-sharded", tables=len(found), batches=len(batches), sent=sent)
     failed += [f"tag discovery: {entry}" for entry in unsound] + unread
     counts = {"TablesFound": len(found), "BatchesSent": sent, "SharedFailures": len(failed)}
-    _count(config, counts | throttles, now, out)
+    _count(config, store, counts | throttles, now, out)
     return TickSummary(len(found), 0, [], [], [], [], failed, config.dry_run, sent)
 
 
@@ -208,8 +208,12 @@ def _account_quota(
     return quota, [failure], counted
 
 
-def _count(config: ScalerConfig, values: Mapping[str, float], at: datetime, out: Any) -> None:
-    emit_metrics(emf_record(config.namespace, values, at.timestamp()), out)
+def _count(
+    config: ScalerConfig, store: HoldStore, values: Mapping[str, float], at: datetime, out: Any
+) -> None:
+    """The scheduled invocation's (or a batch's) own record, for the deployment of its state
+    store (`emf_record`)."""
+    emit_metrics(emf_record(config.namespace, values, at.timestamp(), store=store.name), out)
 
 
 def _store(clients: Clients) -> HoldStore:

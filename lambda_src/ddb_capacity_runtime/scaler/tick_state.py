@@ -88,13 +88,15 @@ class TickState:
         )
 
     def emf(self, values: Mapping[str, float], table: str | None = None) -> None:
-        """One Embedded Metric Format record: per table, or for the tick."""
+        """One Embedded Metric Format record: per table, or for the tick (`emf_record`: its
+        deployment's, the store's)."""
         if table is not None and "Failures" in values:
             self.counted.add(table)
         record = emf_record(
             self.config.namespace,
             values,
             self.now.timestamp(),
+            store=self.store.name,
             table=table,
             undimensioned=WORST_TABLE_METRICS,
         )
