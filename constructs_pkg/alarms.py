@@ -4,7 +4,8 @@ Alarms and metrics as a construct's surface. `AlarmOptions` is what a user may s
 about one alarm (on or off, its threshold, its evaluation periods, more actions), given per
 stable alarm id; `AlarmSet` builds a construct's alarms over their defaults with
 those options and keeps them by id (a construct's ``alarms``); `emf_metric` is a
-construct's ``metric(...)`` on the EMF metrics its functions send.
+construct's ``metric(...)`` on the EMF metrics its functions send, `deployment_metric` the
+series of its own deployment of those that are not per table.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from constructs import Construct
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 from ddb_capacity_runtime.core.validators import is_number
+from ddb_capacity_runtime.events import STORE_DIMENSION
 
 from .props import MetricProps, bool_prop, is_token, whole_prop
 
@@ -249,6 +251,17 @@ def metric(namespace: str, metric_name: str, **props: Unpack[MetricProps]) -> cl
     return cloudwatch.Metric(namespace=namespace, metric_name=metric_name, **merged)
 
 
+def deployment_metric(
+    namespace: str, metric_name: str, store: str, **props: Unpack[MetricProps]
+) -> cloudwatch.Metric:
+    """A count a deployment's functions send that is not per table (`metric`): its series of
+    dimension ``StateStore``, the name of the state store ``store`` (the functions'), never
+    another deployment's of the account and Region."""
+    merged: MetricProps = {**props}
+    merged["dimensions_map"] = {STORE_DIMENSION: store, **props.get("dimensions_map", {})}
+    return metric(namespace, metric_name, **merged)
+
+
 def emf_metric(
     where: str,
     namespace: str,
@@ -257,11 +270,13 @@ def emf_metric(
     table_name: str | None,
     default_period: Duration,
     props: MetricProps,
+    store: str,
 ) -> cloudwatch.Metric:
     """The EMF metric ``metric_name`` of ``namespace``: one of ``known`` (name to where it
-    is sent: ``"table"``, per table, dimension ``TableName``; ``"run"``, no dimension;
-    ``"both"``), for ``table_name`` or with no dimension. Default statistic Sum, default
-    period ``default_period``; ``props`` win."""
+    is sent: ``"table"``, per table, dimension ``TableName``; ``"run"``, for the deployment,
+    dimension ``StateStore``: ``store``, the name of its functions' state store; ``"both"``),
+    for ``table_name`` or for the deployment. Default statistic Sum, default period
+    ``default_period``; ``props`` win."""
     scope = known.get(metric_name)
     if scope is None:
         raise CapacityConfigError(
@@ -272,13 +287,13 @@ def emf_metric(
     if scope == "table" and table_name is None:
         needs = "needs table_name (it is sent per table)"
     elif scope == "run" and table_name is not None:
-        needs = "is sent once a run, with no TableName: leave table_name out"
+        needs = "is sent once a run, for the deployment, with no TableName: leave table_name out"
     if needs:
         raise CapacityConfigError(
             f"{where}: metric {metric_name!r} {needs}; got table_name={shown(table_name)}"
         )
-    dimensions = {"TableName": table_name} if table_name is not None else None
     merged: MetricProps = {"statistic": "Sum", "period": default_period, **props}
-    if dimensions is not None:
-        merged["dimensions_map"] = {**dimensions, **props.get("dimensions_map", {})}
+    if table_name is None:
+        return deployment_metric(namespace, metric_name, store, **merged)
+    merged["dimensions_map"] = {"TableName": table_name, **props.get("dimensions_map", {})}
     return metric(namespace, metric_name, **merged)

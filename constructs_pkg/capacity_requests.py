@@ -40,7 +40,12 @@ from ddb_capacity_runtime.aws.store import (
     MAX_UNITS_ENV,
 )
 from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
-from ddb_capacity_runtime.core.names import STORE_ENV, TABLE_QUOTA_ENV, TARGET_TAG
+from ddb_capacity_runtime.core.names import (
+    METRICS_STORE_ENV,
+    STORE_ENV,
+    TABLE_QUOTA_ENV,
+    TARGET_TAG,
+)
 from ddb_capacity_runtime.core.surge_report import SIGNALS_ENV
 from ddb_capacity_runtime.fast_path.surge_settings import SurgeSettings
 from ddb_capacity_runtime.requests.broker import BROKER_ENV, SCOPES_ENV
@@ -62,6 +67,7 @@ from .fast_path import (
     FastPathParts,
     check_fast_path,
     instrument_function,
+    signals_of,
 )
 from .function_options import FunctionDefaults, FunctionOptions, function_configs
 from .iam_statements import (
@@ -83,7 +89,7 @@ from .stream_signal import (
     READER_MEMORY_MB,
     READER_TIMEOUT,
     STREAM_ALARM_IDS,
-    STREAM_COUNT_ALARMS,
+    STREAM_COUNTS,
     StreamSignal,
     check_stream_signal,
 )
@@ -153,12 +159,14 @@ REQUEST_METRICS = dict.fromkeys(
         "CorroborationFailed",
         "SurgesUnconfirmed",
         "HookFailures",
-        *STREAM_COUNT_ALARMS,
+        "RaisesWithinWarm",
+        *STREAM_COUNTS,
     ),
     "run",
 )
-"""The EMF counts the broker, the restorer, the signals function and the client hook in
-a Lambda function send (namespace ``DynamoDBCapacity``, no dimension)."""
+"""The EMF counts the broker, the signals function, the stream reader, a connected
+scaler (``HoldsDropped``) and the client hook in a Lambda function send (namespace
+``DynamoDBCapacity``, dimension ``StateStore``: the hold store's name)."""
 ALARM_IDS = (
     "BrokerErrors",
     "HoldsDropped",
@@ -392,15 +400,11 @@ class CapacityRequests(Construct):
 
     def metric(self, metric_name: str, **props: Unpack[MetricProps]) -> cloudwatch.Metric:
         """The EMF count ``metric_name`` its functions send (namespace ``DynamoDBCapacity``,
-        no dimension; docs: Alarms). Default: Sum over 5 minutes."""
+        dimension ``StateStore``: its hold store's name, no other deployment's; docs:
+        Alarms). Default: Sum over 5 minutes."""
+        store, five = self.hold_store.table_name, Duration.minutes(5)
         return emf_metric(
-            self._where,
-            BROKER_NAMESPACE,
-            REQUEST_METRICS,
-            metric_name,
-            None,
-            Duration.minutes(5),
-            props,
+            self._where, BROKER_NAMESPACE, REQUEST_METRICS, metric_name, None, five, props, store
         )
 
     def metric_refused(self, **props: Unpack[MetricProps]) -> cloudwatch.Metric:
@@ -485,18 +489,11 @@ class CapacityRequests(Construct):
         report to the signals function, and nothing else: it never gets UpdateTable,
         scalable targets, the hold store or a hold. A function granted here gets
         ``$CAPACITY_SIGNALS`` set, so ``ddb_capacity_runtime.fast_path.hook.watch`` reports there
-        by default. Needs ``fast_path``."""
-        signals = self._fast_path_for("grant_signals")
-        return self._grant_invoke("grant_signals", grantee, signals, SIGNALS_ENV)
-
-    def _fast_path_for(self, method: str) -> lambda_.Function:
-        """The signals function, for ``method``; refused by name without the fast path."""
-        if self.signals is None:
-            raise CapacityConfigError(
-                f"{self._where}: {method} needs the fast path; pass "
-                f"fast_path=FastPath() to CapacityRequests"
-            )
-        return self.signals
+        by default, and ``$CAPACITY_METRICS_STORE``, the hold store's name, so the hook's
+        ``HookFailures`` are this deployment's, which its alarm watches. Needs ``fast_path``."""
+        signals = signals_of(self, "grant_signals")
+        env = {SIGNALS_ENV: signals.function_name, METRICS_STORE_ENV: self.hold_store.table_name}
+        return self._grant_invoke("grant_signals", grantee, signals, env)
 
     def instrument(
         self,
@@ -612,13 +609,14 @@ class CapacityRequests(Construct):
         invoke the broker, and nothing else: it never gets UpdateTable, scalable targets or
         the hold store. A function granted here gets ``$CAPACITY_BROKER`` set, so
         ``request_capacity`` goes through the broker by default."""
-        return self._grant_invoke("grant_request", grantee, self.broker, BROKER_ENV)
+        env = {BROKER_ENV: self.broker.function_name}
+        return self._grant_invoke("grant_request", grantee, self.broker, env)
 
     def _grant_invoke(
-        self, what: str, grantee: iam.IGrantable, function: lambda_.Function, env: str
+        self, what: str, grantee: iam.IGrantable, function: lambda_.Function, env: Mapping[str, str]
     ) -> iam.Grant:
         """``lambda:InvokeFunction`` on ``function`` alone for ``grantee``; a function
-        granted gets ``env`` set to its name."""
+        granted gets ``env`` set in its environment."""
         refused = CapacityConfigError(
             f"{self._where}: {what} needs the grantee (an iam.IGrantable): a role, a "
             f"user, a group or something with a role (a function, a task definition); got "
@@ -634,7 +632,8 @@ class CapacityRequests(Construct):
         if not grant.success:
             raise refused
         if isinstance(grantee, lambda_.Function):
-            grantee.add_environment(env, function.function_name)
+            for name, value in env.items():
+                grantee.add_environment(name, value)
             check_function(grantee, library=False)
         return grant
 

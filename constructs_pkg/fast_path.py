@@ -224,6 +224,7 @@ class FastPathParts:
             config=o._functions["StreamReader"],
             alarms=o._alarm_set,
             where=o._where,
+            count=o.metric,
         )
         self._configure_policy(
             reader.policy, "DescribeScalableTargets, DescribeScalingPolicies and ListStreams"
@@ -379,6 +380,17 @@ class FastPathParts:
         )
 
 
+def signals_of(owner: CapacityRequests, method: str) -> lambda_.Function:
+    """The signals function of ``owner``, for its ``method``; refused by name without the
+    fast path."""
+    if owner.signals is None:
+        raise CapacityConfigError(
+            f"{owner._where}: {method} needs the fast path; pass "
+            f"fast_path=FastPath() to CapacityRequests"
+        )
+    return owner.signals
+
+
 def instrument_function(
     owner: CapacityRequests,
     function: lambda_.Function,
@@ -394,7 +406,7 @@ def instrument_function(
     ``tables``: the only tables reported (default: all of the account's in the Region);
     ``mode``: ``consumed`` (the hook asks for the consumed capacity of the requests it
     counts) or ``throttles`` (it changes no request). Needs ``fast_path``."""
-    owner._fast_path_for("instrument")
+    signals_of(owner, "instrument")
     _check_function(owner._where, function)
     if mode not in MODES:
         raise CapacityConfigError(

@@ -93,7 +93,7 @@ SCALER_METRICS = {
         ),
         "table",
     ),
-    # per table, and with no dimension too: the worst table's (its Maximum over a tick)
+    # per table, and for the deployment too: the worst table's (its Maximum over a tick)
     **dict.fromkeys(sorted(WORST_TABLE_METRICS), "both"),
     **dict.fromkeys(
         (
@@ -111,8 +111,8 @@ SCALER_METRICS = {
     "Failures": "both",
 }
 """The EMF metrics the tick sends (docs: Scaler run-time, "Logs and metrics"): per table (dimension
-TableName), once a run (no dimension), or both (`WORST_TABLE_METRICS`: each table's record
-publishes them with no dimension too)."""
+TableName), once a run (dimension StateStore: the scaler's state store), or both
+(`WORST_TABLE_METRICS`: each table's record publishes them for the deployment too)."""
 ALARM_IDS = (
     "Errors",
     "DeadLetters",
@@ -597,10 +597,12 @@ class ThrottleAwareScaler(Construct):
         self, metric_name: str, *, table_name: str | None = None, **props: Unpack[MetricProps]
     ) -> cloudwatch.Metric:
         """The tick's EMF metric ``metric_name`` (namespace ``DynamoDBCapacity``): per table
-        with ``table_name``, else the tick's own record (docs: Scaler run-time, "Logs and
-        metrics"). Default: Sum over one tick."""
+        with ``table_name``, else the tick's own record, this scaler's (dimension
+        ``StateStore``, its state store's name; docs: Scaler run-time, "Logs and metrics").
+        Default: Sum over one tick."""
+        known, store = SCALER_METRICS, self._alarm_parts.store_name
         return emf_metric(
-            self._where, NAMESPACE, SCALER_METRICS, metric_name, table_name, self._tick, props
+            self._where, NAMESPACE, known, metric_name, table_name, self._tick, props, store
         )
 
     def metric_failures(

@@ -18,7 +18,8 @@ from aws_cdk import aws_dynamodb as dynamodb
 
 from ddb_capacity_runtime.core.names import WORST_TABLE_METRICS
 
-from .alarms import ONE_MINUTE, AlarmSet, AlarmSpec, metric, says
+from .alarms import ONE_MINUTE, AlarmSet, AlarmSpec, deployment_metric, metric, says
+from .lazy import lazy_string
 from .props import duration_prop
 
 if TYPE_CHECKING:
@@ -31,14 +32,23 @@ class ScalerAlarms:
     """The scaler's alarms (`ThrottleAwareScaler.alarms`), in ``alarm_set``: those of the
     function and the ticks at once, a table's (`throttled`, `hot_key`) as it is added."""
 
+    @functools.cached_property
+    def store_name(self) -> str:
+        """The name of the scaler's state store, as the template is written (a connected
+        ``CapacityRequests``' hold store once `ThrottleAwareScaler.use_state_store` moved
+        it): the ``StateStore`` dimension of its counts that are not per table."""
+        return lazy_string(lambda: self._owner.state_store.table_name)
+
     def per_table(self, metric_name: str, label: str) -> cloudwatch.Metric:
         """The tick's per-table EMF metric ``metric_name``, the worst table's in each
-        tick-long period: its twin with no dimension, which each table's record publishes
-        too (`WORST_TABLE_METRICS`); an alarm cannot watch a SEARCH over the tables'."""
+        tick-long period: its twin for the scaler's deployment (dimension ``StateStore``),
+        which each table's record publishes too (`WORST_TABLE_METRICS`); an alarm cannot
+        watch a SEARCH over the tables'."""
         if metric_name not in WORST_TABLE_METRICS:
             raise ValueError(f"{metric_name}: the tick publishes no twin of it to alarm on")
-        return metric(
-            NAMESPACE, metric_name, period=self._owner._tick, statistic="Maximum", label=label
+        tick = self._owner._tick
+        return deployment_metric(
+            NAMESPACE, metric_name, self.store_name, period=tick, statistic="Maximum", label=label
         )
 
     def __init__(
@@ -170,9 +180,10 @@ class ScalerAlarms:
         self.alarm_set.add(
             "HoldsDropped",
             AlarmSpec(
-                metric(
+                deployment_metric(
                     NAMESPACE,
                     "HoldsDropped",
+                    self.store_name,
                     period=Duration.minutes(5),
                     statistic="Sum",
                     label="state store items replaced or taken over",

@@ -16,11 +16,12 @@ it does not make must have a stream already, whose ARN is known to the app.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import jsii
 from aws_cdk import Duration, Names, Reference, Stack, Tokenization
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -29,9 +30,8 @@ from constructs import Construct, IConstruct, IValidation
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 from ddb_capacity_runtime.core.validators import is_whole
-from ddb_capacity_runtime.requests.counts import NAMESPACE
 
-from .alarms import AlarmSet, AlarmSpec, metric, says
+from .alarms import AlarmSet, AlarmSpec, says
 from .compliance import acknowledge
 from .function_options import FunctionConfig
 from .props import duration_prop, is_token
@@ -61,6 +61,13 @@ STREAM_COUNT_ALARMS = {
     "StreamRecordsNotServed": "The stream reader got records of a table it does not serve",
 }
 """The reader's EMF counts that alarm at any value (each its alarm's id and metric name)."""
+STREAM_COUNTS = (
+    *STREAM_COUNT_ALARMS,
+    "StreamTtlDeletions",
+    "StreamRecordsLate",
+    "StreamUnitsReplayed",
+)
+"""Every EMF count the reader sends: those it alarms on, and those it does not."""
 STREAM_ALARM_IDS = ("StreamReaderErrors", *STREAM_COUNT_ALARMS, "StreamLag")
 """The alarms the reader adds to its owner's, by stable id."""
 
@@ -177,6 +184,8 @@ class StreamReader(Construct):
     :param alarms: the owner's alarms, where the reader's own are added by stable id
         (``StreamReaderErrors``, ``StreamFailed``, ``StreamRecordsMalformed``,
         ``StreamRecordsNotServed``, ``StreamLag``).
+    :param count: the owner's EMF count of a name (``CapacityRequests.metric``: its
+        deployment's series), which the reader's count alarms watch.
     """
 
     def __init__(
@@ -190,8 +199,10 @@ class StreamReader(Construct):
         config: FunctionConfig,
         alarms: AlarmSet,
         where: str,
+        count: Callable[[str], cloudwatch.Metric],
     ) -> None:
         super().__init__(scope, id)
+        self._count = count
         self._where = where
         self._signal = signal
         self.streams = [
@@ -276,7 +287,7 @@ class StreamReader(Construct):
             ),
         )
         for alarm_id, description in STREAM_COUNT_ALARMS.items():
-            alarms.add(alarm_id, AlarmSpec(metric(NAMESPACE, alarm_id), says(description)))
+            alarms.add(alarm_id, AlarmSpec(self._count(alarm_id), says(description)))
         alarms.add(
             "StreamLag",
             AlarmSpec(

@@ -325,14 +325,17 @@ def test_bad_alarm_options_are_refused_by_name(options: Any, expected: str) -> N
 
 def test_scaler_metrics_are_the_ticks_emf_metrics(stack: cdk.Stack) -> None:
     scaler = ThrottleAwareScaler(stack, "Scaler", tables=[orders(stack)], tick=Duration.minutes(5))
-    # the tick's own record: no dimension, Sum over a tick
+    # the tick's own record: the scaler's deployment's (dimension StateStore, its state
+    # store's name), Sum over a tick
+    store = stack.resolve(scaler.state_store.table_name)
     failures = scaler.metric_failures()
     assert (failures.namespace, failures.metric_name, failures.statistic) == (
         NAMESPACE,
         "Failures",
         "Sum",
     )
-    assert failures.dimensions is None and failures.period.to_seconds() == 300
+    assert failures.period.to_seconds() == 300
+    assert stack.resolve(failures.dimensions) == {"StateStore": store}
     # a table's record: dimension TableName; options win over the defaults
     at_max = scaler.metric_capacity_at_max("orders", statistic="Maximum", period=Duration.hours(1))
     assert at_max.dimensions == {"TableName": "orders"}
@@ -342,9 +345,10 @@ def test_scaler_metrics_are_the_ticks_emf_metrics(stack: cdk.Stack) -> None:
         3600,
     )
     assert scaler.metric_failures(table_name="orders").dimensions == {"TableName": "orders"}
-    # the worst-table twins, with no dimension (each table's record publishes them so too)
+    # the worst-table twins, for the deployment (each table's record publishes them so too)
     worst = scaler.metric("BadTargets", statistic="Maximum")
-    assert (worst.metric_name, worst.dimensions) == ("BadTargets", None)
+    assert worst.metric_name == "BadTargets"
+    assert stack.resolve(worst.dimensions) == {"StateStore": store}
     assert scaler.metric_key_range_throttle_events("orders").metric_name == "KeyRangeThrottleEvents"
     # AND a user's alarm on one synthesizes
     scaler.metric_deadline_passed().create_alarm(stack, "Late", threshold=1, evaluation_periods=1)

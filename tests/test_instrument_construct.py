@@ -57,15 +57,21 @@ def test_a_function_is_instrumented_without_a_change_to_its_code(stack: cdk.Stac
     assert functions["index.handler"]["Layers"] == [{"Ref": layer_id}]
     assert functions["other.handler"]["Layers"] == [{"Ref": layer_id}]
     signals = stack.resolve(requests.signals.function_name)
+    # and told the hold store, whose deployment its hook's HookFailures belong to (the
+    # series the requests' alarm watches), not as CAPACITY_HOLDS_TABLE: its requests still
+    # go through the broker
+    store = stack.resolve(requests.hold_store.table_name)
     assert functions["index.handler"]["Environment"]["Variables"] == {
         "AWS_LAMBDA_EXEC_WRAPPER": HOOK_WRAPPER,
         "CAPACITY_SIGNALS": signals,
+        "CAPACITY_METRICS_STORE": store,
         "CAPACITY_SIGNALS_MODE": "throttles",
         "CAPACITY_SIGNALS_TABLES": "shipments",
     }
     assert functions["other.handler"]["Environment"]["Variables"] == {
         "AWS_LAMBDA_EXEC_WRAPPER": HOOK_WRAPPER,
         "CAPACITY_SIGNALS": signals,
+        "CAPACITY_METRICS_STORE": store,
         "CAPACITY_SIGNALS_MODE": "consumed",
     }
 

@@ -178,11 +178,14 @@ def test_an_alarm_on_tuned_values_the_scaler_refuses(synthesized: tuple[Template
             for m in a["Properties"].get("Metrics", [])
         )
     ]
-    # with no dimension: each table's record publishes it so too, the worst table's Maximum
+    # for the scaler's deployment (dimension StateStore, its state store): each table's
+    # record publishes it so too, the worst table's Maximum
     (query,) = refused["Metrics"]
+    (store,) = [t for t in template.find_resources("AWS::DynamoDB::Table") if "StateStore" in t]
     assert query["MetricStat"]["Metric"] == {
         "MetricName": "RefusedTunedTargets",
         "Namespace": "DynamoDBCapacity",
+        "Dimensions": [{"Name": "StateStore", "Value": {"Ref": store}}],
     }
     assert query["MetricStat"]["Stat"] == "Maximum" and "Expression" not in query
     assert refused["Threshold"] == 1 and len(refused["AlarmActions"]) == 1

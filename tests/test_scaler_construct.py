@@ -516,14 +516,20 @@ def _per_table_alarm(template: Template, alarm_id: str) -> dict[str, Any]:
     return alarm
 
 
-def assert_worst_table(alarm: dict[str, Any], metric: str, period: int) -> None:
-    """``alarm`` watches the tick's ``metric`` with no dimension, which each table's record
-    publishes too: its Maximum in a tick-long period is the worst table's. A plain metric: an
-    alarm cannot watch a SEARCH expression (CloudWatch refuses it)."""
+def assert_worst_table(alarm: dict[str, Any], metric: str, period: int, store: Any) -> None:
+    """``alarm`` watches the tick's ``metric`` for the scaler's deployment (dimension
+    StateStore, ``store``: its state store's name), which each table's record publishes
+    too: its Maximum in a tick-long period is the worst table's; never another scaler's of
+    the account. A plain metric: an alarm cannot watch a SEARCH expression (CloudWatch
+    refuses it)."""
     (query,) = alarm["Metrics"]  # one metric, labelled (no expression)
     assert "Expression" not in query and query["ReturnData"] is True
     stat = query["MetricStat"]
-    assert stat["Metric"] == {"MetricName": metric, "Namespace": "DynamoDBCapacity"}
+    assert stat["Metric"] == {
+        "MetricName": metric,
+        "Namespace": "DynamoDBCapacity",
+        "Dimensions": [{"Name": "StateStore", "Value": store}],
+    }
     assert (stat["Stat"], stat["Period"]) == ("Maximum", period)
 
 
@@ -541,7 +547,7 @@ def test_a_table_updating_for_n_ticks_in_a_row_alarms(
     assert alarm["Threshold"] == 1
     assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
     assert alarm["TreatMissingData"] == "notBreaching"
-    assert_worst_table(alarm, "Updating", period)
+    assert_worst_table(alarm, "Updating", period, stack.resolve(scaler.state_store.table_name))
     assert alarm["AlarmActions"] == [stack.resolve(scaler.topic.topic_arn)]
     assert f"UPDATING for {ticks} ticks in a row" in alarm["AlarmDescription"]
 
@@ -613,7 +619,7 @@ def test_per_table_failures_alarm_on_their_first_tick(
     assert (alarm["EvaluationPeriods"], alarm["Threshold"]) == (1, 1)
     assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
     assert alarm["TreatMissingData"] == "notBreaching"  # sent only while it happens
-    assert_worst_table(alarm, metric, tick * 60)
+    assert_worst_table(alarm, metric, tick * 60, stack.resolve(scaler.state_store.table_name))
     assert alarm["AlarmActions"] == [stack.resolve(scaler.topic.topic_arn)]
 
 
