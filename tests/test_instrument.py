@@ -479,8 +479,11 @@ def test_the_bootstrap_without_its_settings_imports_nothing(
     assert done.returncode == 0
     assert done.stdout.strip() == "[]"
     assert f"hook not installed: {SIGNALS_ENV}: not set" in done.stderr
-    # AND in a Lambda function, where the layer's wrapper expects it set, it is counted
+    # AND in a Lambda function, where the layer's wrapper expects it set, it is counted,
+    # for the deployment that instrumented the function (its hold store, which the
+    # construct names in CAPACITY_METRICS_STORE)
     env["AWS_LAMBDA_FUNCTION_NAME"] = "orders-worker"
+    env[METRICS_STORE_ENV] = STORE
     done = _run([sys.executable, "-c", "print('app done')"], env, tmp_path)
     assert (done.returncode, _hook_failures(done.stdout)) == (0, 1)
     assert "app done" in done.stdout

@@ -127,7 +127,8 @@ def test_no_alarm_watches_a_search_expression(templates: dict[str, dict[str, Any
     """CloudWatch refuses an alarm on a SEARCH expression (it returns many series: "You
     can't create an alarm based on the SEARCH expression"), which synth, cfn-lint and moto
     all let through: every example's and the fast path's alarms are checked here. The
-    scaler's worst-table alarms watch a metric with no dimension instead."""
+    scaler's worst-table alarms watch a metric of its deployment (dimension StateStore)
+    instead."""
     searching = [
         f"{name}/{key}"
         for name, template in templates.items()
