@@ -32,7 +32,7 @@ Reports through [`ddb_capacity_runtime.events`][]: a ``decision`` event per dime
 ``shared-call-failed``, ``tag-refused``, ``target-held``, ``minimum-set-elsewhere``,
 ``state-moved-from-tags``, ``hot-key``, ``throttle-causes-unknown``, ``target-value``,
 ``target-value-failed`` and ``target-not-owned`` (``own_target``) events, one Embedded Metric
-Format record per table and one for the tick (no dimension: ``Failures``,
+Format record per table and one for the tick (dimension ``StateStore``: ``Failures``,
 ``SharedFailures``, ``TablesManaged``). A decided table's record (dimension ``TableName``)
 carries ``Decisions``, ``ThrottleEventsSeen``, ``DecreasesLeft``, ``CapacityAtMax`` and
 ``Failures`` (and, in autopilot, ``ForecastsOn``: the dimensions whose
