@@ -46,12 +46,13 @@ from .iam_statements import (
     state_store_statement,
 )
 from .lazy import lazy_json, lazy_string
-from .props import MetricProps, ReservedCapacity, bool_prop, is_token
+from .props import MetricProps, ReservedCapacity, bool_prop
 from .replica_table import Replica, ReplicaSource
 from .runtime import state_store_table
 from .scaler_alarms import NAMESPACE as NAMESPACE
 from .scaler_alarms import ScalerAlarms
 from .scaler_grants import ScalerGrants
+from .scaler_overrides import ScalerOverrides
 from .scheduled_function import scheduled_function
 from .table import (
     SCALER_GLOBAL,
@@ -147,7 +148,10 @@ class ThrottleAwareScaler(Construct):
         (ABAC).
     :param tag_value: the value of that tag. Default: ``"true"``.
     :param overrides: per-table ``{"min", "max", "target", "read": {...}, "write": {...}}``,
-        keyed by table name. ``ProvisionedTable``s get their configured ranges by default.
+        keyed by table name (or a table's ``table_name``), each checked at synth as the
+        Lambda checks it. For tables without ranges of their own: a ``ProvisionedTable``'s
+        (a ``TableCapacity``'s, a global table replica's) are its ``Capacity``, which its
+        scalable targets hold and a tick reads there, so an override naming one is refused.
     :param tick: how often it runs. Default: 2 minutes (docs: Scaler, why).
     :param dry_run: decide and log, change nothing. Default: False.
     :param mode: ``"autopilot"`` (default) or ``"reactive"``. The autopilot sizes raises by
@@ -299,7 +303,7 @@ class ThrottleAwareScaler(Construct):
         self._alarm_parts = ScalerAlarms(self, pinned_at_max_for, updating_for_ticks)
         for table in table_list(self._where, tables):
             self.add_table(table)
-        self._configure_overrides(overrides or {})
+        self._overrides.configure(overrides or {}, self._tables)
         self._render_tables()
         self._grants.acknowledge()
         self.node.add_validation(_ScalerValidation(self))
@@ -345,7 +349,7 @@ class ThrottleAwareScaler(Construct):
         self._tables: list[dynamodb.ITable] = []
         self._table_keys: dict[tuple[str, str], str] = {}
         """Each managed table's keys (`table_parts.table_keys`), to the table's label."""
-        self._overrides: dict[str, Any] = {}
+        self._overrides = ScalerOverrides(self._where, self.table_quota)
         self._own_target = own_target
         self._owned: dict[str, Any] = {}
         """per ProvisionedTable managed, the target values the autopilot owns"""
@@ -398,13 +402,6 @@ class ThrottleAwareScaler(Construct):
         self.function.add_environment(key, value)
         if self.batches is not None:
             self.batches.function.add_environment(key, value)
-
-    def _configure_overrides(self, overrides: Mapping[str, Mapping[str, Any]]) -> None:
-        for name, override in overrides.items():
-            self._overrides[name] = checks.checked_override(
-                self._where, name, override, self.table_quota
-            )
-        self._explicit_overrides = set(overrides.keys())
 
     # ------------------------------------------------------------------ state store
 
@@ -482,7 +479,8 @@ class ThrottleAwareScaler(Construct):
                 "stack in that Region to that stack's scaler"
             )
         table, label = replica.table, self._label_of(replica.table)
-        self._overrides[table.table_name] = {d: dict(b) for d, b in replica.bounds.items()}
+        source = f"its replica's Capacity.autoscaled(...) in {replica.region}"
+        self._overrides.bounds(table, replica.bounds, source)
         if not self._replicas:
             self.add_environment(
                 SETTINGS_BY_KEY["replicas"].name, lazy_json(self, lambda: self._replicas)
@@ -520,7 +518,7 @@ class ThrottleAwareScaler(Construct):
     def _configure_bounds(self, table: TableCapacity, label: str) -> list[str]:
         """A ``TableCapacity``'s configured ranges as its overrides; a GSI added later gets
         its alarms too. Returns its indexes."""
-        self._overrides[table.table.table_name] = {
+        bounds = {
             dim: {
                 "min": table.capacity(dim).min_capacity,
                 "max": table.capacity(dim).max_capacity,
@@ -528,6 +526,8 @@ class ThrottleAwareScaler(Construct):
             }
             for dim in DIMENSIONS
         }
+        source = f"its {table._KIND}'s read= and write="
+        self._overrides.bounds(table.table, bounds, source, table.node.path)
         table.on_index_added(lambda index: self._index_added(table, label, index))
         if self._own_target and not table._elsewhere:
             self._own(table)
@@ -573,7 +573,7 @@ class ThrottleAwareScaler(Construct):
 
         self.add_environment(SETTINGS_BY_KEY["tables"].name, lazy_string(names))
         self.add_environment(
-            SETTINGS_BY_KEY["overrides"].name, lazy_json(self, lambda: self._overrides)
+            SETTINGS_BY_KEY["overrides"].name, lazy_json(self, lambda: self._overrides.entries)
         )
         if self._own_target:
             self.add_environment(
@@ -677,12 +677,4 @@ class _ScalerValidation:
                 f"{s._where}: nothing to manage: pass tables=[...], call add_table(...) or "
                 f"enable_throttle_aware_scaling(...), or set tag_key for tag discovery"
             )
-        if not s.tag_key:
-            names = {t.table_name for t in s._tables if not is_token(t.table_name)}
-            for name in sorted(s._explicit_overrides):
-                if not is_token(name) and name not in names:
-                    errors.append(
-                        f"{s._where}: overrides name table {name!r}, which the scaler does "
-                        f"not manage; add the table, or set tag_key if it is found by tag"
-                    )
-        return errors
+        return errors + s._overrides.problems(s._tables, s.tag_key)

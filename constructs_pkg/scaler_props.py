@@ -7,7 +7,6 @@ scaler (its construct path)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -27,7 +26,7 @@ from ddb_capacity_runtime.core.validators import is_whole
 
 from .alarms import ALARM_WINDOW_SECONDS
 from .batches import CONCURRENCY_RANGE, DEFAULT_BATCH_CONCURRENCY
-from .props import ReservedCapacity, bool_prop, duration_prop, is_token
+from .props import ReservedCapacity, bool_prop, duration_prop
 
 DEFAULT_HOT_KEY_FOR = Duration.minutes(10)
 """How long a managed table's key-range throttles last before its hot-key alarm fires, by
@@ -147,9 +146,8 @@ def hot_key_ticks(where: str, hot_key_for: Duration | None, tick: Duration) -> i
 
 def checked_override(where: str, name: str, override: Any, table_quota: int) -> dict[str, Any]:
     """One table's ``overrides`` entry checked as the Lambda will check it (one definition:
-    ScalerConfig); a table name known at deploy time only is kept as given."""
-    if is_token(name):
-        return dict(override) if isinstance(override, Mapping) else override
+    ScalerConfig), against the scaler's defaults; ``name`` is the table as the messages
+    name it (a name known at deploy time only: the table's path, `ScalerOverrides`)."""
     try:
         config = ScalerConfig(overrides={name: override}, table_quota=table_quota)
         config.limits(name, {})

@@ -145,14 +145,21 @@ def table_keys(table: dynamodb.ITable) -> list[tuple[str, str]]:
     synth (an import and the table it names, or two imports of one table, are two
     constructs). Tables of one name in two stacks are not told apart: two Regions' tables
     may share a name."""
+    name = literal_name(table)
+    keys = [("path", table.node.path)]
+    return keys if name is None else [*keys, (Stack.of(table).node.path, name)]
+
+
+def literal_name(table: dynamodb.ITable) -> str | None:
+    """``table``'s name where it is known at synth: its ``table_name``, or, for a table
+    made here (a ``Table``, a ``TableV2``), the name given to it; None: known at deploy
+    time only."""
     name: object = table.table_name
     if is_token(name):  # a table made here: the name given to it, if any
         child = table.node.default_child
-        name = child.table_name if isinstance(child, dynamodb.CfnTable) else None
-    keys = [("path", table.node.path)]
-    if not isinstance(name, str) or is_token(name):
-        return keys
-    return [*keys, (Stack.of(table).node.path, name)]
+        if isinstance(child, dynamodb.CfnTable | dynamodb.CfnGlobalTable):
+            name = child.table_name
+    return name if isinstance(name, str) and not is_token(name) else None
 
 
 def is_table(value: object) -> bool:
