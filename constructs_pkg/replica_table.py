@@ -40,6 +40,16 @@ class Replica:
     bounds: Mapping[str, Mapping[str, float]]
     """per dimension, the template's ``min``, ``max`` and ``target`` (percent) in ``region``"""
 
+    @property
+    def shown_region(self) -> str:
+        """``region`` as messages name it (the stack's, known at deploy time only)."""
+        return shown_region(self.region)
+
+
+def shown_region(region: str) -> str:
+    """A Region as messages name it: the stack's, where it is known at deploy time only."""
+    return "the stack's Region" if is_token(region) else region
+
 
 class ReplicaSource(Protocol):
     """What gives the replica of a scope's Region: a ``GlobalTableCapacity``."""
@@ -65,15 +75,11 @@ def replica_of(
     where: str, table: dynamodb.TableV2, spec: TemplateSpec, scope: Construct
 ) -> Replica:
     """The replica of ``table`` in the Region of ``scope``'s stack. Refused, naming the
-    table, where that stack has no Region of its own, no replica is there, a dimension is
-    not autoscaled there, or the table would be named across stacks by a generated name."""
+    table, where that stack's Region is not known when it must be (`_region_of`), no replica
+    is there, a dimension is not autoscaled there, or the table would be named across
+    stacks by a generated name."""
     stack = Stack.of(scope)
-    region = stack.region
-    if is_token(region):
-        raise CapacityConfigError(
-            f"{where}: a replica's scaler needs a stack with its Region "
-            f"(env=Environment(region=...)); {stack.node.path} has none"
-        )
+    region = _region_of(where, table, stack)
     ranges = spec.ranges
     if region not in ranges:
         raise CapacityConfigError(
@@ -95,6 +101,21 @@ def replica_of(
             "eu-west-1"
         )
     return Replica(found, region, others, tuple(spec.indexes), bounds)
+
+
+def _region_of(where: str, table: dynamodb.TableV2, stack: Stack) -> str:
+    """``stack``'s Region, where its replica is. One known at deploy time only (a stack
+    without ``env``) serves the table's own stack: aws-cdk refuses replicas in such a
+    stack, so the table has one replica, the stack's, wherever it deploys. A scaler in
+    another stack finds its replica by the Region's name."""
+    region = stack.region
+    if is_token(region) and stack is not Stack.of(table):
+        raise CapacityConfigError(
+            f"{where}: a replica's scaler in a stack other than the table's needs a stack "
+            f"with its Region (env=Environment(region=...)), by which it finds its replica; "
+            f"{stack.node.path} has none"
+        )
+    return region
 
 
 def _imported(where: str, table: dynamodb.TableV2, scope: Construct) -> dynamodb.ITable:
@@ -124,8 +145,9 @@ def _bounds(
         span = ranges.get((None, dim))
         if span is None or dim not in targets:
             raise CapacityConfigError(
-                f"{where}: replica {region}: {dim} capacity is fixed; the scaler manages "
-                "an autoscaled dimension (Capacity.autoscaled(...)), whose target it moves"
+                f"{where}: replica {shown_region(region)}: {dim} capacity is fixed; the "
+                "scaler manages an autoscaled dimension (Capacity.autoscaled(...)), whose "
+                "target it moves"
             )
         out[dim] = {"min": span[0], "max": span[1], "target": targets[dim]}
     return out

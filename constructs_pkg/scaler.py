@@ -479,7 +479,7 @@ class ThrottleAwareScaler(Construct):
                 "stack in that Region to that stack's scaler"
             )
         table, label = replica.table, self._label_of(replica.table)
-        source = f"its replica's Capacity.autoscaled(...) in {replica.region}"
+        source = f"its replica's Capacity.autoscaled(...) in {replica.shown_region}"
         self._overrides.bounds(table, replica.bounds, source)
         if not self._replicas:
             self.add_environment(

@@ -660,7 +660,7 @@ def replica_app(
     ("kwargs", "message"),
     [
         ({"region": "ap-south-1"}, "no replica in ap-south-1; the table's replicas are in"),
-        ({"region": None}, "a replica's scaler needs a stack with its Region"),
+        ({"region": None}, "a replica's scaler in a stack other than the table's needs a stack"),
         ({"name": None}, "give the TableV2 a table_name"),
         (
             {"read": dynamodb.Capacity.fixed(10), "region": "us-east-1"},
@@ -673,6 +673,53 @@ def test_a_replica_that_cannot_be_managed_is_refused(kwargs: dict[str, Any], mes
     with pytest.raises(CapacityConfigError, match="GlobalTableCapacity Global/Capacity") as e:
         capacity.replica(other)
     assert message in str(e.value)
+
+
+def one_region_table(stack: cdk.Stack) -> GlobalTableCapacity:
+    """A provisioned TableV2 in the stack's Region alone, and its GlobalTableCapacity."""
+    table = dynamodb.TableV2(
+        stack,
+        "Orders",
+        partition_key=KEY,
+        billing=dynamodb.Billing.provisioned(
+            read_capacity=dynamodb.Capacity.autoscaled(max_capacity=100),
+            write_capacity=dynamodb.Capacity.autoscaled(max_capacity=50),
+        ),
+    )
+    return GlobalTableCapacity(stack, "Capacity", table=table)
+
+
+def test_a_one_region_table_is_managed_in_a_stack_without_a_region() -> None:
+    """As a ProvisionedTable is: its replica is the stack's, wherever the stack deploys."""
+    stack = cdk.Stack(cdk.App(), "NewUser")
+    capacity = one_region_table(stack)
+    scaler = ThrottleAwareScaler(stack, "Scaler")
+    scaler.add_table(capacity)
+    settings = scaler_settings(Template.from_stack(stack))
+    assert settings["SCALER_REPLICAS"] == {"Orders": {"regions": []}}
+    assert settings["SCALER_OVERRIDES"] == {
+        "Orders": {
+            "read": {"min": 1, "max": 100, "target": 70},
+            "write": {"min": 1, "max": 50, "target": 70},
+        }
+    }
+    config = ScalerConfig.from_env(
+        {k: v if isinstance(v, str) else json.dumps(v) for k, v in settings.items()}
+    )
+    assert config.tables == ("Orders",) and config.replica_regions("Orders") == ()
+
+
+def test_a_scaler_in_another_stack_without_a_region_is_refused() -> None:
+    app = cdk.App()
+    capacity = one_region_table(cdk.Stack(app, "NewUser"))
+    other = cdk.Stack(app, "Other")
+    with pytest.raises(CapacityConfigError) as e:
+        capacity.replica(other)
+    assert str(e.value) == (
+        "GlobalTableCapacity NewUser/Capacity: a replica's scaler in a stack other than the "
+        "table's needs a stack with its Region (env=Environment(region=...)), by which it "
+        "finds its replica; Other has none"
+    )
 
 
 def test_a_replica_goes_to_the_scaler_of_its_own_region() -> None:
