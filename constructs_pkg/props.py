@@ -10,8 +10,9 @@ Region's reserved units a ``ThrottleAwareScaler`` keeps its tables' total above.
 
 from __future__ import annotations
 
+import difflib
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TypedDict
 
@@ -23,6 +24,14 @@ from ddb_capacity_runtime.core.reservation import Reservation, reserved_problem
 from ddb_capacity_runtime.core.validators import is_whole
 
 __all__ = ["MetricProps", "ReservedCapacity", "duration_prop", "is_token", "whole_prop"]
+
+
+def did_you_mean(name: object, known: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)``, naming the known name closest to ``name`` (difflib), for a
+    message refusing an unknown one; empty when none is close."""
+    close = difflib.get_close_matches(str(name), list(known), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
 
 _TOKEN_MARK = "{Token["  # noqa: S105 (a token's mark, not a password)
 """In every string CDK encodes a token as (``${Token[...]}``, and ``#{Token[...]}`` in a

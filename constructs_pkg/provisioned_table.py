@@ -25,6 +25,7 @@ from .function_options import FunctionOptions
 from .table import TableCapacity
 from .table_parts import (
     NewTable,
+    known_props,
 )
 
 
@@ -67,7 +68,8 @@ class ProvisionedTable(TableCapacity):
         ``local_secondary_indexes`` aside: use ``table.add_local_secondary_index``): passed
         to ``aws_dynamodb.Table`` unchanged. Capacity props (``read_capacity``,
         ``write_capacity``, ``warm_throughput``, on-demand limits) are refused: ``read`` and
-        ``write`` set them. Default: that construct's defaults.
+        ``write`` set them; so is a name neither construct takes (naming the closest).
+        Default: that construct's defaults.
     """
 
     _KIND = "ProvisionedTable"
@@ -115,6 +117,7 @@ class ProvisionedTable(TableCapacity):
                 **table_props,
             },
             frozenset(table_props),
+            known_props(ProvisionedTable.__init__),
         )
         super().__init__(
             scope,

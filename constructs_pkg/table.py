@@ -7,7 +7,6 @@ plus a TableCapacity; `ITable`'s members are delegated in `table_delegation`).""
 
 from __future__ import annotations
 
-import difflib
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -44,7 +43,7 @@ from .capacity import (
     check_table_quota,
 )
 from .function_options import FunctionConfig, FunctionDefaults, FunctionOptions, function_configs
-from .props import is_token
+from .props import did_you_mean, is_token
 from .quota import ScalableTargetQuota
 from .table_delegation import TableDelegation
 from .table_parts import (
@@ -347,12 +346,10 @@ class TableCapacity(TableDelegation, Construct):
         """``indexes`` names each GSI of the adopted table, and nothing else."""
         unknown = [name for name in given if name not in existing]
         if unknown:
-            close = difflib.get_close_matches(str(unknown[0]), existing, n=1)
             raise CapacityConfigError(
                 f"{self._where}: indexes has the key {shown(unknown[0])}, which is not a "
-                f"global secondary index of the table"
-                + (f" (did you mean {close[0]!r}?)" if close else "")
-                + f"; the allowed keys are the table's GSIs {existing}, each one needed"
+                f"global secondary index of the table{did_you_mean(unknown[0], existing)}; "
+                f"the allowed keys are the table's GSIs {existing}, each one needed"
             )
         missing = [name for name in existing if name not in given]
         if missing:

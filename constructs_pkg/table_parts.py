@@ -7,7 +7,9 @@ imported by name, and the lazily rendered scheduled actions and their validation
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+import inspect
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
@@ -32,7 +34,14 @@ from ddb_capacity_runtime.schedule.entries import CapacityWindow, TableSchedule
 from ddb_capacity_runtime.schedule.expressions import zone_name
 
 from .capacity import Capacity, PrewarmMethod
-from .props import bool_prop, duration_prop, is_token, known_at_synth, optional_bool_prop
+from .props import (
+    bool_prop,
+    did_you_mean,
+    duration_prop,
+    is_token,
+    known_at_synth,
+    optional_bool_prop,
+)
 
 if TYPE_CHECKING:
     from .table import TableCapacity
@@ -66,6 +75,18 @@ SWITCHES = {
 ``point_in_time_recovery_specification`` (`NewTable.table_props`)."""
 
 
+REFUSED_PROPS = frozenset({"point_in_time_recovery_specification"})
+"""``aws_dynamodb.Table`` props a ``ProvisionedTable`` sets from its own (capacity aside)."""
+
+
+@functools.cache
+def known_props(init: Callable[..., None]) -> frozenset[str]:
+    """The keyword-only parameters of ``init``: a construct's props, as its signature says
+    (``aws_dynamodb.Table``'s, a ``ProvisionedTable``'s own)."""
+    params = inspect.signature(init).parameters.values()
+    return frozenset(p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY)
+
+
 @dataclass(frozen=True)
 class NewTable:
     """The table a ``ProvisionedTable`` makes as its child ``Resource``: its billing mode as
@@ -75,6 +96,7 @@ class NewTable:
     billing_mode: dynamodb.BillingMode | None
     props: dict[str, Any]
     passed: frozenset[str] = frozenset()  # the props passed through as keywords
+    own: frozenset[str] = frozenset()  # the construct's own props (`known_props`)
 
     def table_props(self) -> dict[str, Any]:
         """The ``aws_dynamodb.Table`` props (capacity aside), once `validate` passed."""
@@ -85,6 +107,14 @@ class NewTable:
         return props
 
     def validate(self, where: str) -> None:
+        table_props = known_props(dynamodb.Table.__init__)
+        unknown = sorted(self.passed - table_props)
+        if unknown:
+            allowed = sorted(self.own | (table_props - CAPACITY_PROPS - REFUSED_PROPS))
+            raise CapacityConfigError(
+                f"{where}: unknown prop {shown(unknown[0])}{did_you_mean(unknown[0], allowed)}; "
+                f"allowed: {', '.join(allowed)}"
+            )
         for name, check in SWITCHES.items():
             check(where, name, self.props.get(name))
         if "point_in_time_recovery_specification" in self.passed:

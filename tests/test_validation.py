@@ -382,6 +382,25 @@ def test_every_table_prop_passes_through(stack: cdk.Stack) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("typo", "near"),
+    [("partion_key", "partition_key"), ("sort_kye", "sort_key"), ("reed", "read"), ("zzz", None)],
+)
+def test_an_unknown_prop_is_refused_naming_the_construct_and_the_closest_allowed(
+    stack: cdk.Stack, typo: str, near: str | None
+) -> None:
+    """Not the TypeError of aws_dynamodb.Table, which names neither ProvisionedTable nor
+    what it takes."""
+    message = error_of(lambda: make(stack, **{typo: PK}))
+    hint = f" (did you mean {near!r}?)" if near else ""
+    assert message.startswith(f"{WHERE}: unknown prop {typo!r}{hint}; allowed: ")
+    allowed = message.split("; allowed: ")[1].split(", ")
+    # its own props and aws_dynamodb.Table's it passes through, not those it refuses
+    assert {"read", "write", "prewarm", "partition_key", "sort_key", "stream"} <= set(allowed)
+    assert not {"read_capacity", "point_in_time_recovery_specification"} & set(allowed)
+    assert allowed == sorted(allowed)
+
+
 def test_capacity_props_are_refused(stack: cdk.Stack) -> None:
     assert error_of(lambda: make(stack, read_capacity=5, warm_throughput=None)) == (
         f"{WHERE}: read_capacity, warm_throughput cannot be passed: read= and write= "
