@@ -87,7 +87,6 @@ SCALER_METRICS = {
             "Decisions",
             "ThrottleEventsSeen",
             "DecreasesLeft",
-            "PlansNotKept",
             "ForecastsOn",
             "KeyRangeThrottleEvents",
             "HeldByReservation",
@@ -125,6 +124,7 @@ ALARM_IDS = (
     "IgnoredTags",
     "HoldsDropped",
     "TargetNotOwned",
+    "PlansNotKept",
     "PinnedAtMax",
     "Updating",
     "SustainedThrottling",
@@ -165,8 +165,9 @@ class ThrottleAwareScaler(Construct):
     :param topic: the earlier name of ``alarm_topic`` (a warning at synth).
     :param pinned_at_max_for: alarm when a table sits at its max this long. Default 30 min.
     :param throttled_for: alarm when a managed table is throttled this long. Default 10 min.
-    :param updating_for_ticks: alarm when a managed table is found UPDATING (and so skipped)
-        by this many ticks in a row: a whole number from 1 to a day's ticks. Default 5.
+    :param updating_for_ticks: alarm when a managed table is found UPDATING (and so
+        skipped), or its raises are left for the next tick (``retry-next-tick``), by this many
+        ticks in a row: a whole number from 1 to a day's ticks. Default 5.
     :param hot_key_for: alarm when a managed table's requests are throttled by a hot key
         (key-range throttles, which capacity cannot fix and the scaler never raises for)
         in every tick for this long: from one tick to a day. Default 10 minutes, or one
@@ -221,7 +222,7 @@ class ThrottleAwareScaler(Construct):
         ``"BatchErrors"``, ``"BatchesLate"``, ``"BadTargets"``, ``"RefusedTags"``,
         ``"IgnoredTags"``, ``"HoldsDropped"`` (while it keeps its own state store, or one whose
         owner does not alarm on it), ``"TargetNotOwned"`` (with ``own_target``),
-        ``"PinnedAtMax"``, ``"Updating"``,
+        ``"PinnedAtMax"``, ``"Updating"``, ``"PlansNotKept"`` (in autopilot, not a dry run),
         ``"SustainedThrottling"`` and ``"HotKey"``, the last two for every managed table),
         an ``AlarmOptions``: off, another threshold or
         evaluation periods, more actions. Default: every alarm as documented (docs:
@@ -300,7 +301,8 @@ class ThrottleAwareScaler(Construct):
         """Whether it decides and logs only, changing nothing (``dry_run``)."""
         self._render_function(settings, sharded and concurrency)
         self._grants = ScalerGrants(self.policy, self.tag_key, tag_value)
-        self._alarm_parts = ScalerAlarms(self, pinned_at_max_for, updating_for_ticks)
+        keeps_plans = settings.policy.autopilot and not settings.dry_run
+        self._alarm_parts = ScalerAlarms(self, pinned_at_max_for, updating_for_ticks, keeps_plans)
         for table in table_list(self._where, tables):
             self.add_table(table)
         self._overrides.configure(overrides or {}, self._tables)
@@ -588,7 +590,8 @@ class ThrottleAwareScaler(Construct):
         ``NotRunning``, ``BadTargets``, ``RefusedTags``, ``IgnoredTags``, ``PinnedAtMax``,
         ``Updating``; ``HoldsDropped`` unless connected to a ``CapacityRequests`` that alarms
         on it; ``BatchErrors`` and ``BatchesLate`` when sharded; ``TargetNotOwned`` with
-        ``own_target``; ``SustainedThrottling/<table>-<dim>``
+        ``own_target``; ``PlansNotKept`` in autopilot (not a dry run);
+        ``SustainedThrottling/<table>-<dim>``
         (``<table>-<index>-<dim>`` for a GSI) and ``HotKey/<table>`` per managed table. An
         alarm turned off by ``alarm_options`` is absent."""
         return self._alarm_parts.alarm_set.alarms

@@ -1,7 +1,8 @@
 """Runs in: CDK app (synth time).
 
 The alarms of [`ThrottleAwareScaler`][]: its function's, its sharded batches', what its
-ticks find (targets it holds, tags it refuses, tables pinned at their max or UPDATING), and
+ticks find (targets it holds, tags it refuses, tables pinned at their max, UPDATING or
+whose raises cannot be sent, the autopilot's plans not kept), and
 each managed table's sustained throttling and hot keys. They are made in the scope of the
 scaler (their construct ids, and so the template, are the scaler's own).
 """
@@ -52,7 +53,11 @@ class ScalerAlarms:
         )
 
     def __init__(
-        self, owner: ThrottleAwareScaler, pinned_for: Duration, updating_ticks: int
+        self,
+        owner: ThrottleAwareScaler,
+        pinned_for: Duration,
+        updating_ticks: int,
+        keeps_plans: bool,
     ) -> None:
         self._owner = owner
         o = owner
@@ -68,6 +73,8 @@ class ScalerAlarms:
         self._pinned(pinned_for)
         self._updating(updating_ticks)
         self._store()
+        if keeps_plans:
+            self._plans()
 
     def _function(self) -> None:
         """The function failed, its ticks were dropped, or it has not run for 3 ticks."""
@@ -196,6 +203,24 @@ class ScalerAlarms:
             ),
         )
 
+    def _plans(self) -> None:
+        """The autopilot's plans of a tick that the state store could not keep (made only
+        when the scaler keeps plans: autopilot, not a dry run)."""
+        self.alarm_set.add(
+            "PlansNotKept",
+            AlarmSpec(
+                self.per_table("PlansNotKept", "plans not kept, worst table"),
+                says(
+                    "The autopilot's forecast plans for a managed table's dimension could "
+                    "not be kept in the state store: a capacity request, a restore or a "
+                    "surge held the dimension's lease at its forecast tick (the "
+                    "plans-not-kept log event names the table). The dimension reacts alone "
+                    "until the next hour's forecast; if the same table recurs hour after "
+                    "hour, find what holds its lease"
+                ),
+            ),
+        )
+
     def _ticks(self, periods: int) -> str:
         """``periods`` ticks, in words."""
         o = self._owner
@@ -219,15 +244,19 @@ class ScalerAlarms:
         )
 
     def _updating(self, updating_ticks: int) -> None:
-        # one datapoint per tick: a table found UPDATING by every tick of the window
-        # (a tick that finds none sends none, and a missing datapoint is not breaching)
+        # one datapoint per tick: a table found UPDATING, or whose raise was left for the
+        # next tick (retry-next-tick), by every tick of the window (a tick that finds none
+        # sends none, and a missing datapoint is not breaching)
         self.alarm_set.add(
             "Updating",
             AlarmSpec(
-                self.per_table("Updating", "tables found UPDATING"),
+                self.per_table("Updating", "tables UPDATING or raises retried, worst table"),
                 lambda n: (
-                    f"A managed table has been UPDATING for {n} ticks in a row "
-                    f"({self._ticks(n)}); the scaler skips a table while it is UPDATING"
+                    f"A managed table has been UPDATING, or its raises left for the next "
+                    f"tick (retry-next-tick: another update in flight, its capacity moved), "
+                    f"for {n} ticks in a row ({self._ticks(n)}): the scaler could not raise "
+                    "it. Find what keeps updating it (describe-table, CloudTrail UpdateTable; "
+                    "the raise-retried log events)"
                 ),
                 evaluation_periods=updating_ticks,
                 window_prop="updating_for_ticks",
@@ -243,6 +272,7 @@ class ScalerAlarms:
             "BatchErrors": "it is not sharded (sharded=False)",
             "BatchesLate": "it is not sharded (sharded=False)",
             "TargetNotOwned": "own_target is off",
+            "PlansNotKept": "it keeps no plans (mode='reactive', or dry_run=True)",
             "SustainedThrottling": per_table,
             "HotKey": per_table,
         }

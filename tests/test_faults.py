@@ -345,6 +345,22 @@ def test_a_table_found_updating_on_its_re_read_is_left_for_the_next_tick(world: 
         ("write", "retry-next-tick"),
     }
     assert all("UPDATING" in r["error"] for r in rows)
+    # AND its raise not sent is said and counted as a table found UPDATING is (its record,
+    # and the worst table's twin the Updating alarm watches), so one whose raises end so
+    # tick after tick alarms; the decrease left with it is not a raise, and says nothing
+    (retried,) = [e for e in events if e.get("event") == "raise-retried"]
+    assert (retried["table"], retried["dimension"], retried["from"], retried["to"]) == (
+        odd,
+        "write",
+        100,
+        215,
+    )
+    assert retried["status"] == "retry-next-tick" and "UPDATING" in retried["error"]
+    record = emf(events, odd)
+    assert record["Updating"] == 1
+    worst = record["_aws"]["CloudWatchMetrics"][1]
+    assert worst["Dimensions"] == [[]] and {"Name": "Updating", "Unit": "Count"} in worst["Metrics"]
+    assert "Updating" not in emf(events, busy)
 
 
 def test_a_stale_memory_never_overrides_a_minimum_an_operator_set(world: World) -> None:

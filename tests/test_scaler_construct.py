@@ -449,8 +449,9 @@ def test_alarms_go_to_an_encrypted_ssl_only_topic(stack: cdk.Stack) -> None:
     alarms = template.find_resources("AWS::CloudWatch::Alarm")
     assert all(a["Properties"]["AlarmActions"] == [topic] for a in alarms.values())
     # errors, DLQ, not running, bad targets, refused tags, ignored tags, pinned at max,
-    # updating, holds dropped, 2 x 2 x (table + 1 GSI) throttling, and the table's hot key
-    assert len(alarms) == 9 + 4 + 1
+    # updating, holds dropped, plans not kept, 2 x 2 x (table + 1 GSI) throttling, and the
+    # table's hot key
+    assert len(alarms) == 10 + 4 + 1
     template.has_resource_properties(
         "AWS::CloudWatch::Alarm",
         {
@@ -549,7 +550,55 @@ def test_a_table_updating_for_n_ticks_in_a_row_alarms(
     assert alarm["TreatMissingData"] == "notBreaching"
     assert_worst_table(alarm, "Updating", period, stack.resolve(scaler.state_store.table_name))
     assert alarm["AlarmActions"] == [stack.resolve(scaler.topic.topic_arn)]
-    assert f"UPDATING for {ticks} ticks in a row" in alarm["AlarmDescription"]
+    assert f"for {ticks} ticks in a row" in alarm["AlarmDescription"]
+    # AND it covers a table whose raises end retry-next-tick tick after tick (the tick counts
+    # those as Updating), and says what to look at
+    assert "retry-next-tick" in alarm["AlarmDescription"]
+    assert "raise-retried" in alarm["AlarmDescription"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "period"), [({}, 120), ({"tick": cdk.Duration.minutes(5)}, 300)]
+)
+def test_the_autopilots_plans_not_kept_alarm(
+    stack: cdk.Stack, kwargs: dict[str, Any], period: int
+) -> None:
+    # GIVEN a scaler in autopilot (the default)
+    scaler = ThrottleAwareScaler(stack, "Scaler", tables=[feed(stack)], **kwargs)
+    alarm = _per_table_alarm(Template.from_stack(stack), "PlansNotKeptAlarm")
+    # THEN any plan a tick could not keep alarms: the worst table's count in a tick
+    assert (alarm["EvaluationPeriods"], alarm["Threshold"]) == (1, 1)
+    assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    assert alarm["TreatMissingData"] == "notBreaching"
+    assert_worst_table(alarm, "PlansNotKept", period)
+    assert alarm["AlarmActions"] == [stack.resolve(scaler.topic.topic_arn)]
+    assert "plans-not-kept" in alarm["AlarmDescription"]
+    assert scaler.alarms["PlansNotKept"] is not None
+
+
+@pytest.mark.parametrize("kwargs", [{"mode": "reactive"}, {"dry_run": True}])
+def test_a_scaler_that_keeps_no_plans_has_no_plans_alarm(
+    stack: cdk.Stack, kwargs: dict[str, Any]
+) -> None:
+    # GIVEN a scaler in reactive mode, or a dry run: it never keeps a plan
+    scaler = ThrottleAwareScaler(stack, "Scaler", tables=[feed(stack)], **kwargs)
+    # THEN it has no alarm on plans not kept
+    assert "PlansNotKept" not in scaler.alarms
+    alarms = Template.from_stack(stack).find_resources("AWS::CloudWatch::Alarm")
+    assert not [k for k in alarms if k.startswith("ScalerPlansNotKept")]
+    # AND options for it name why they do nothing
+    other = ThrottleAwareScaler(
+        stack,
+        "Other",
+        tables=[dynamodb.Table.from_table_name(stack, "T", "t")],
+        alarm_options={"PlansNotKept": AlarmOptions(threshold=2)},
+        **kwargs,
+    )
+    assert other.node.validate() == [
+        "ThrottleAwareScaler Test/Other: alarm_options['PlansNotKept'] configures an alarm "
+        "this scaler never makes: it keeps no plans (mode='reactive', or dry_run=True); "
+        "remove it"
+    ]
 
 
 @pytest.mark.parametrize(

@@ -68,7 +68,7 @@ def metrics_store(env: Mapping[str, str] = os.environ) -> str | None:
 
 WORST_TABLE_METRICS = frozenset(
     {"CapacityAtMax", "BadTargets", "RefusedTags", "TargetsNotOwned", "Updating"}
-    | {"RefusedTunedTargets", "IgnoredTags"}
+    | {"RefusedTunedTargets", "IgnoredTags", "PlansNotKept"}
 )
 """The scaler's per-table metrics its alarms (and nightly tuning's) watch: each table's record
 publishes them with no dimension too, where a period's Maximum is the worst table's. An alarm

@@ -28,7 +28,8 @@ A table's expired holds are ended first, and its active holds lift the dimension
 (and max) to their level for the tick.
 
 Reports through [`ddb_capacity_runtime.events`][]: a ``decision`` event per dimension, a
-``hold-ended`` event per ended hold, ``table-skipped``, ``table-failed``,
+``hold-ended`` event per ended hold, ``raise-retried`` per raise left for the next tick,
+``table-skipped``, ``table-failed``,
 ``shared-call-failed``, ``tag-refused``, ``target-held``, ``minimum-set-elsewhere``,
 ``state-moved-from-tags``, ``hot-key``, ``throttle-causes-unknown``, ``target-value``,
 ``target-value-failed`` and ``target-not-owned`` (``own_target``) events, one Embedded Metric
@@ -40,21 +41,23 @@ forecast earned its place and plans), and, only while what they count happens (e
 a table is a CloudWatch custom metric, billed for the hours it has data):
 ``RaisesWithinWarm`` (raises applied within their dimension's warm throughput, which
 landed at once; a raise's ``decision`` event says ``within_warm`` too),
-``KeyRangeThrottleEvents`` (throttles of a hot key, which capacity cannot fix: never
-raised for; read from DynamoDB's metrics by cause for throttled dimensions only, see
-`aws.metrics.fetch_causes`; a table whose causes cannot be read fails, and its
-throttles are all taken for fixable), ``PlansNotKept`` (plans the state store could not
-keep: a request held the dimension), ``IgnoredTags`` (tags and stored items ignored),
+``KeyRangeThrottleEvents`` (throttles of a hot key, which capacity cannot fix: never raised
+for; read from DynamoDB's metrics by cause for throttled dimensions only, see
+`aws.metrics.fetch_causes`; a table whose causes cannot be read fails, and its throttles are
+all taken for fixable), ``PlansNotKept`` (plans the state store could not keep: a request
+held the dimension; alarmed in autopilot), ``IgnoredTags`` (tags and stored items ignored),
 ``BadTargets`` (dimensions held because their scalable target's minimum is above its
-maximum), ``RefusedTags`` (min or max tags
-not obeyed because they would lower a limit below what the dimension consumes at its
-target utilization; while that is not known such a tag is not obeyed either, and only
-logged), ``RefusedTunedTargets`` (tuned target values outside the nightly tuning's
-allowed targets, not obeyed: the configured one is aimed at) and ``TargetsNotOwned``
-(dimensions whose target value the autopilot is to own, ``own_target``, with no
-target-tracking policy the scaler can write back whole: left as they are). A table that
-failed before it could be decided gets ``Failures`` = 1 alone; one skipped because it is
-UPDATING, ``Updating`` = 1 alone.
+maximum), ``RefusedTags`` (min or max tags not obeyed because they would lower a limit below
+what the dimension consumes at its target utilization; while that is not known such a tag is
+not obeyed either, and only logged), ``RefusedTunedTargets`` (tuned target values outside
+the nightly tuning's allowed targets, not obeyed: the configured one is aimed at) and
+``TargetsNotOwned`` (dimensions whose target value the autopilot is to own, ``own_target``,
+with no target-tracking policy the scaler can write back whole: left as they are). A table
+that failed before it could be decided gets ``Failures`` = 1 alone; one skipped because it
+is UPDATING, ``Updating`` = 1 alone; a decided one whose raise was left for the next tick
+(``retry-next-tick``: another update in flight, the table UPDATING under it, its capacity
+moved), ``Updating`` = 1 in its record: the alarm of a table that stays UPDATING covers a
+table whose raises end so tick after tick.
 
 When the account's scalable targets cannot be read, each table's own are read; a table
 whose targets stay unknown is a failure of that table, and nothing of it changes that tick
@@ -409,6 +412,8 @@ def _report_table(
         "RaisesWithinWarm": within_warm(results.values()),
         "KeyRangeThrottleEvents": _report_causes(table, series),
         "HeldByReservation": held_back,
+        # a raise not sent, as for a table found UPDATING: alarmed when it lasts
+        "Updating": int(_raises_retried(results.values()) > 0),
     }
     # only while they happen (each a billed custom metric)
     values |= {name: value for name, value in occasional.items() if value}
@@ -473,6 +478,27 @@ def _log_decision(t: _Tick, table: str, change: Change, outcome: Outcome | None)
     if outcome is not None and outcome.status in NOT_MADE:
         d = change.dimension
         t.fail(table, f"{d.index or 'table'} {d.dimension}: {outcome.status}: {outcome.error}")
+
+
+def _raises_retried(outcomes: Iterable[Outcome]) -> int:
+    """How many of ``outcomes`` (one table's) are raises left for the next tick
+    (``retry-next-tick``: the table found UPDATING under them, another update in flight,
+    the capacity or the minimum moved since it was read, the lease busy), each logged
+    (``raise-retried``, a warning). One such tick is usual; a table whose raises end so
+    tick after tick is throttled and the scaler cannot help: its record says ``Updating``
+    = 1, so the alarm of a table that stays UPDATING covers it."""
+    retried = [
+        o for o in outcomes if o.status == Status.RETRY_NEXT_TICK and o.change.action == INCREASE
+    ]
+    for o in retried:
+        log_event(
+            "raise-retried",
+            level=logging.WARNING,
+            **change_row(o.change, o.status, o.error),
+            consequence="not raised this tick: the next tick decides again; counted as "
+            "Updating, alarmed when it lasts updating_for_ticks ticks",
+        )
+    return len(retried)
 
 
 def within_warm(outcomes: Iterable[Outcome]) -> int:
