@@ -301,8 +301,7 @@ class ThrottleAwareScaler(Construct):
         """Whether it decides and logs only, changing nothing (``dry_run``)."""
         self._render_function(settings, sharded and concurrency)
         self._grants = ScalerGrants(self.policy, self.tag_key, tag_value)
-        keeps_plans = settings.policy.autopilot and not settings.dry_run
-        self._alarm_parts = ScalerAlarms(self, pinned_at_max_for, updating_for_ticks, keeps_plans)
+        self._alarm_parts = ScalerAlarms(self, pinned_at_max_for, updating_for_ticks, settings)
         for table in table_list(self._where, tables):
             self.add_table(table)
         self._overrides.configure(overrides or {}, self._tables)

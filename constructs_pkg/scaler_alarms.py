@@ -18,6 +18,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 
 from ddb_capacity_runtime.core.names import WORST_TABLE_METRICS
+from ddb_capacity_runtime.core.settings import ScalerConfig
 
 from .alarms import ONE_MINUTE, AlarmSet, AlarmSpec, deployment_metric, metric, says
 from .lazy import lazy_string
@@ -57,7 +58,7 @@ class ScalerAlarms:
         owner: ThrottleAwareScaler,
         pinned_for: Duration,
         updating_ticks: int,
-        keeps_plans: bool,
+        settings: ScalerConfig,
     ) -> None:
         self._owner = owner
         o = owner
@@ -73,7 +74,7 @@ class ScalerAlarms:
         self._pinned(pinned_for)
         self._updating(updating_ticks)
         self._store()
-        if keeps_plans:
+        if settings.policy.autopilot and not settings.dry_run:  # it keeps plans
             self._plans()
 
     def _function(self) -> None:
