@@ -22,7 +22,6 @@ heads over what is provisioned. ``grant_signals`` lets a process report, and not
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Unpack
 
@@ -65,6 +64,7 @@ from .fast_path import (
     TABLE_ACTIONS,
     FastPath,
     FastPathParts,
+    busy_alarm,
     check_fast_path,
     instrument_function,
     signals_of,
@@ -100,9 +100,6 @@ DEFAULT_RESTORE_EVERY = Duration.minutes(5)
 """How often expired holds are ended by default: a hold outlives its expiry by at most this."""
 RESTORER_TIMEOUT = Duration.minutes(3)
 DEFAULT_MAX_HOLD = Duration.hours(24)
-BUSY_FOR = Duration.minutes(30)
-"""How long expired holds may stay unended because their table or index is not ACTIVE
-before ``HoldsBusy`` alarms (in whole restores): longer than a table is UPDATING for a raise."""
 RESTORER_MEMORY_MB = 128
 BROKER_TIMEOUT = Duration.minutes(15)
 """The broker waits for the table while a request is made: Lambda's longest timeout."""
@@ -388,7 +385,7 @@ class CapacityRequests(Construct):
     @property
     def alarms(self) -> Mapping[str, cloudwatch.Alarm]:
         """The alarms by stable id (read-only): ``BrokerErrors``, ``HoldsDropped``;
-        ``RestorerErrors`` and ``HoldsBusy`` with a restorer; ``SignalsErrors``,
+        ``RestorerErrors`` with a restorer; ``HoldsBusy`` with it or a fast path; ``SignalsErrors``,
         ``ReportsRefused``, ``SurgeBudget``, ``SurgeUnits``, ``SurgesFailed``,
         ``SurgeEntriesIgnored``, ``CombinerFull``, ``SignalsDropped``, ``BucketFailed``,
         ``CorroborationFailed``,
@@ -449,23 +446,7 @@ class CapacityRequests(Construct):
             )
         )
         self._errors_alarm(restorer.function, "RestorerErrors", "The capacity hold restorer failed")
-        # every restore of the window found a held table (or index) not ACTIVE: its expired
-        # holds, and the capacity they raised, stay (a restore that finds none sends none)
-        # the first and the last of them at least BUSY_FOR apart, and at least two
-        runs = max(2, math.floor(BUSY_FOR.to_seconds() / restore_every.to_seconds()) + 1)
-        self._alarm_set.add(
-            "HoldsBusy",
-            AlarmSpec(
-                self.metric("HoldsBusy", period=restore_every),
-                lambda n: (
-                    f"Expired capacity holds could not be ended by {n} restores in a row: "
-                    "their table or index is not ACTIVE (the broker's holds-busy log names "
-                    "it), and the capacity they raised stays until it is"
-                ),
-                evaluation_periods=runs,
-                every_period=True,
-            ),
-        )
+        busy_alarm(self, restore_every)
         return restorer
 
     def _render_fast_path(

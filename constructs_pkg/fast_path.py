@@ -8,6 +8,7 @@ installation in a function (`instrument_function`). They are made in the scope o
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -165,6 +166,39 @@ def check_fast_path(
     return SurgeSettings(float(share), int(seconds // 60), *bounds)
 
 
+BUSY_FOR = Duration.minutes(30)
+"""How long held tables (or indexes) may stay not ACTIVE before ``HoldsBusy`` alarms (in
+whole periods): longer than a table is UPDATING for a raise."""
+BUSY_EVERY = Duration.minutes(5)
+"""The period of ``HoldsBusy`` without a restorer (the default restore's)."""
+
+
+def busy_alarm(owner: CapacityRequests, every: Duration) -> None:
+    """``HoldsBusy``: in every period of ``every`` (a restore's) for `BUSY_FOR` (the first
+    and the last at least that far apart, and at least two), a held table or index was not
+    ACTIVE: a restore could not end its expired holds (their capacity stays), or a surge
+    could not raise its throttled table (``surge-busy``). A restore or a surge that finds
+    none sends none, and a missing datapoint is not breaching."""
+    runs = max(2, math.floor(BUSY_FOR.to_seconds() / every.to_seconds()) + 1)
+    owner._alarm_set.add(
+        "HoldsBusy",
+        AlarmSpec(
+            owner.metric("HoldsBusy", period=every),
+            lambda n: (
+                f"A held table or index was not ACTIVE in each of {n} periods of "
+                f"{every.to_human_string()} in a row: expired capacity holds could not be "
+                "ended (the broker's holds-busy log names it; the capacity they raised "
+                "stays until it is ACTIVE), or a surge could not raise the throttled table "
+                "(surge-busy in the signals function's or the stream reader's log). Wait "
+                "for an update or a GSI backfill to end; for a KMS key DynamoDB cannot use, "
+                "restore its access"
+            ),
+            evaluation_periods=runs,
+            every_period=True,
+        ),
+    )
+
+
 class FastPathParts:
     """The fast path's resources, made in the scope of ``owner`` (a `CapacityRequests`):
     the signals function and its policy, and the stream reader with ``stream``; each
@@ -180,6 +214,8 @@ class FastPathParts:
         self._owner = owner
         self._environment = environment
         self.signals, self.policy = self._render_signals(fast_path)
+        if owner.restorer is None:  # its surges a table stays busy for alarm all the same
+            busy_alarm(owner, BUSY_EVERY)
         self.stream_reader = self._render_stream_reader(stream)
 
     def _render_signals(self, fast_path: FastPath) -> tuple[lambda_.Function, iam.ManagedPolicy]:

@@ -156,8 +156,10 @@ def unused_options(
 
 def _never_made(name: str, fast_path: FastPath | None) -> str:
     """Why the alarm or function ``name`` is not made."""
-    if name in ("Restorer", "RestorerErrors", "HoldsBusy"):
+    if name in ("Restorer", "RestorerErrors"):
         return "restore_every=None leaves the restorer out"
+    if name == "HoldsBusy":
+        return "restore_every=None leaves the restorer out, and there is no fast path"
     if fast_path is None:
         return "there is no fast path (fast_path=None)"
     if name == "SurgeUnits":

@@ -357,10 +357,28 @@ def test_the_restorer_runs_on_a_schedule_and_may_only_ask_the_broker(stack: cdk.
     late = slow.alarms["HoldsBusy"].node.default_child
     assert isinstance(late, cloudwatch.CfnAlarm)
     assert (late.period, late.evaluation_periods, late.datapoints_to_alarm) == (3600, 2, 2)
+    # AND its description says what stays busy (expired holds, or a surge of the fast path,
+    # which counts HoldsBusy too), where the log says it and what to do
+    said = busy.alarm_description or ""
+    assert "4 periods of 10 minutes in a row" in said
+    assert all(w in said for w in ("holds-busy", "surge-busy", "Wait", "KMS key"))
     # AND without a restorer, no alarm waits for it
     quiet = cdk.Stack(cdk.App(), "Quiet")
     alone = CapacityRequests(quiet, "Requests", tables=[tables(quiet)[0]], restore_every=None)
     assert "HoldsBusy" not in alone.alarms
+    # AND a fast path without a restorer alarms all the same on the surges it defers while
+    # their table is not ACTIVE: in every 5 minutes for 30 (one raise's UPDATING never does)
+    fast = cdk.Stack(cdk.App(), "Fast")
+    surging = CapacityRequests(
+        fast, "Requests", tables=[tables(fast)[0]], restore_every=None, fast_path=FastPath()
+    )
+    alarm = surging.alarms["HoldsBusy"].node.default_child
+    assert isinstance(alarm, cloudwatch.CfnAlarm)
+    assert fast.resolve(alarm.metric_name) == "HoldsBusy"
+    assert (alarm.period, alarm.statistic, alarm.threshold) == (300, "Sum", 1)
+    assert (alarm.evaluation_periods, alarm.datapoints_to_alarm) == (7, 7)
+    assert alarm.treat_missing_data == "notBreaching"
+    assert "surge-busy" in (alarm.alarm_description or "")
 
 
 @pytest.mark.parametrize(
@@ -842,7 +860,7 @@ NO_FAST_PATH = "there is no fast path (fast_path=None)"
         (
             {"restore_every": None, "alarm_options": {"HoldsBusy": AlarmOptions(threshold=5)}},
             "alarm_options['HoldsBusy'] configures an alarm",
-            "restore_every=None leaves the restorer out",
+            "restore_every=None leaves the restorer out, and there is no fast path",
         ),
         (
             {"function_options": {"Signals": FunctionOptions(memory_size=512)}},

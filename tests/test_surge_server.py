@@ -30,6 +30,7 @@ from ddb_capacity_runtime.core.surge_report import (
     DimensionReport,
     Report,
 )
+from ddb_capacity_runtime.events import event_fields
 from ddb_capacity_runtime.fast_path.signals_function import signals_handler
 from ddb_capacity_runtime.fast_path.surge_raise import take_report
 from ddb_capacity_runtime.fast_path.surge_settings import SURGE_HOLD, SURGE_LIFETIME, SurgeSettings
@@ -541,6 +542,58 @@ def test_a_busy_lease_defers_the_surge_and_a_renewal_never_waits(
             "dimensions"
         ]
     assert (row["status"], slept) == ("deferred", [])
+
+
+def test_a_surge_its_table_being_updated_defers_is_counted_as_a_busy_hold(
+    world: World, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    # GIVEN a table surged once, then found UPDATING (moto's tables never are) when the
+    # reports ask for more
+    name = a_table(world, "Stays")
+    (row,) = send(world, report(name, write(200)), served(name))["dimensions"]
+    assert row["status"] == "applied"
+    capsys.readouterr()
+
+    def updating(parsed: dict[str, Any], **_: Any) -> None:
+        if parsed.get("Table", {}).get("TableName") == name:
+            parsed["Table"]["TableStatus"] = "UPDATING"
+
+    event = "after-call.dynamodb.DescribeTable"
+    world.clients.dynamodb.meta.events.register(event, updating)
+    try:
+        with caplog.at_level("INFO", logger="ddb_capacity_runtime"):
+            # WHEN a report makes a larger surge due
+            (row,) = send(world, report(name, write(600)), served(name))["dimensions"]
+    finally:
+        world.clients.dynamodb.meta.events.unregister(event, updating)
+    # THEN it is deferred (once is usual: its own raise may be under way), not failed
+    assert (row["status"], row["busy"]) == ("deferred", True) and "UPDATING" in row["reason"]
+    assert world.throughput(name) == (50, 286)
+    # AND counted as a hold whose table is not ACTIVE, which the HoldsBusy alarm watches
+    # when it lasts (a throttled table that stays so), and said apart from other deferrals
+    out = capsys.readouterr().out
+    assert (counted(out, "SurgesDeferred"), counted(out, "HoldsBusy")) == (1, 1)
+    assert counted(out, "SurgesFailed") == 0
+    said = [(r.levelname, f) for r in caplog.records if (f := event_fields(r)) is not None]
+    (busy,) = [f for level, f in said if f["event"] == "surge-busy" and level == "WARNING"]
+    assert (busy["table"], busy["dimension"], busy["busy"]) == (name, "write", True)
+    assert not [f for _, f in said if f["event"] == "surge-deferred"]
+
+
+def test_a_surge_deferred_for_a_busy_lease_is_no_busy_hold(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a surged table whose dimension's lease another update holds
+    name = a_table(world, "Leased")
+    send(world, report(name, write(200)), served(name))
+    capsys.readouterr()
+    with world.store.lease(name, None, "write", deadline=time.time() + 5):
+        # WHEN a report makes a larger surge due
+        (row,) = send(world, report(name, write(600)), served(name))["dimensions"]
+    # THEN it is deferred, and not counted as a busy table
+    assert row["status"] == "deferred" and "busy" not in row
+    out = capsys.readouterr().out
+    assert (counted(out, "SurgesDeferred"), counted(out, "HoldsBusy")) == (1, 0)
 
 
 # ------------------------------------------------------------------ untrusted input

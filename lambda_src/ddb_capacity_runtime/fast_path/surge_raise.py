@@ -30,7 +30,8 @@ newcomer to a dimension whose combiner is full is heard through the entry newcom
 is its own fault domain: a surge that could not be applied is counted (``SurgesFailed``,
 alarmed) and the others go on; one that found its dimension's lease taken, or its table
 being updated while its surge is recorded, is deferred (``SurgesDeferred``): another update
-of the dimension is under way, and the next report tries again; so is one its report's time
+of the dimension is under way, and the next report tries again (a busy table's is counted as
+``HoldsBusy`` too, alarmed when it lasts: ``surge-busy``); so is one its report's time
 (`time_share`) ran out before, a lease never being waited for past it. A raised one is
 ``SurgesApplied``, and the units it added ``SurgeUnits`` (alarmed over a threshold). A
 surge is bounded by the surge cap (by default 4 x the capacity its dimension had when it
@@ -313,12 +314,25 @@ def surge_dimension(
         log_event("surge-renewed", **row)
     elif status == "deferred":
         count("SurgesDeferred")
-        log_event("surge-deferred", **row)
+        _deferred(row)
     elif status == "ended":
         log_event("surge-ended", level=logging.WARNING, **row)
     elif status == "limited":
         log_event("surge-over-budget", level=logging.WARNING, **row)
     return row
+
+
+def _deferred(row: Mapping[str, Any]) -> None:
+    """A surge deferred, logged: because its table (or index) is being updated (``busy``),
+    also counted as ``HoldsBusy`` and logged ``surge-busy`` (a warning): once is usual (its
+    own raise, or another, under way), a throttled table that stays so is not, and the
+    alarm on holds whose table stays not ACTIVE (``HoldsBusy``) covers it; else
+    ``surge-deferred`` (a busy lease, its share of the time spent)."""
+    if row.get("busy"):
+        count("HoldsBusy")
+        log_event("surge-busy", level=logging.WARNING, **row)
+    else:
+        log_event("surge-deferred", **row)
 
 
 def _failed(table: str, d: DimensionReport, exc: Exception) -> dict[str, Any]:
@@ -494,7 +508,7 @@ def _apply(
     if status != "ACTIVE" and not renewal:
         busy = f"table {table}: busy (status {status})"
         if ours:
-            return {"status": "deferred", "reason": busy}
+            return {"status": "deferred", "reason": busy, "busy": True}
         raise CapacityRequestTimeout(busy)
     with ExitStack() as held:
         # A renewal tries the lease once, a raise waits a little: whoever holds it is
@@ -520,7 +534,7 @@ def _apply(
             return _raise(ctx, store, lease, first, state, settings)
         except CapacityRequestTimeout as exc:  # the table or index is being updated
             if ours:
-                return {"status": "deferred", "reason": str(exc)}
+                return {"status": "deferred", "reason": str(exc), "busy": True}
             raise
 
 
@@ -641,7 +655,8 @@ def _act(
     )
     row = {"to": plan.applied, "changes": done, "within_warm": dim.within_warm(plan.applied)}
     if step is True:  # recorded; the table's own update waits for the one under way
-        return {**row, "status": "deferred", "reason": "another update of the table is under way"}
+        busy = "another update of the table is under way"
+        return {**row, "status": "deferred", "reason": busy, "busy": True}
     return {**row, "status": "applied" if raised else "renewed"}
 
 
