@@ -570,7 +570,7 @@ def test_the_autopilots_plans_not_kept_alarm(
     assert (alarm["EvaluationPeriods"], alarm["Threshold"]) == (1, 1)
     assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
     assert alarm["TreatMissingData"] == "notBreaching"
-    assert_worst_table(alarm, "PlansNotKept", period)
+    assert_worst_table(alarm, "PlansNotKept", period, stack.resolve(scaler.state_store.table_name))
     assert alarm["AlarmActions"] == [stack.resolve(scaler.topic.topic_arn)]
     assert "plans-not-kept" in alarm["AlarmDescription"]
     assert scaler.alarms["PlansNotKept"] is not None

@@ -583,7 +583,7 @@ def test_min_and_max_tags_that_would_lower_a_limit_below_the_load_are_refused(
 
 
 def test_a_refused_tag_names_its_value_and_limit() -> None:
-    from ddb_capacity_runtime.core.settings import RefusedTag
+    from ddb_capacity_runtime.core.table_limits import RefusedTag
 
     parsed = parse_tags({"ddb-capacity:read-max": "30", "ddb-capacity:read-min": "3"}).limits
     _, out = ScalerConfig.from_env(ONE_TABLE).refuse_lowering_tags("t", parsed, "read", 50)
