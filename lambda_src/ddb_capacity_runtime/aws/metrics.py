@@ -347,7 +347,8 @@ def fetch_history(
     ``Complete``/``PartialData``, no page ``Complete``, or Timestamps and Values of different
     lengths) makes all its steps None; a NaN, negative or infinite value, or a timestamp
     returned more than once, makes its step None. The forecast only ever raises a minimum,
-    so a missing datapoint can only make it raise less."""
+    so a missing datapoint can only make it raise less; a key whose steps are all None is
+    no forecast at all, and its plan in force stays (`scaler.plans.forecast_plans`)."""
     end = step_start(end, step_minutes)
     steps = days * 1440 // step_minutes
     start = end - steps * step_minutes * MINUTE

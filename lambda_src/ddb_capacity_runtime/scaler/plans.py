@@ -30,6 +30,7 @@ def forecast_plans(
     tables: list[ManagedTable],
     now: datetime,
     shared: Callable[..., Any],
+    failed: Callable[[str, str], None] = lambda table, reason: None,
 ) -> dict[Key, FloorPlan | None]:
     """The autopilot's forecast of ``tables`` (those whose forecast tick of the hour this
     is, `forecast.forecast_due`): 14 days of 5-minute history of every dimension
@@ -38,7 +39,11 @@ def forecast_plans(
     (the plans kept in the state store still hold until they end, a quarter hour past this
     forecast tick, and bound this tick's decreases as ever); it is a shared failure, and
     one that is not a throttle stops every decrease this tick (a throttled one is counted
-    alone: what it loses is confined to the plans it would have made)."""
+    alone: what it loses is confined to the plans it would have made). A dimension whose
+    history CloudWatch answered with a query it cannot vouch for (every step None:
+    `metrics.fetch_history`) gets no new plan either: its plan in force is kept, not taken
+    for a forecast of none (which would lower the floor it stages ahead of a peak), and its
+    table fails (``failed``: counted as ``Failures``, alarmed)."""
     dims = [d for t in tables for d in t.dimensions]
     if not dims:
         return {}
@@ -58,6 +63,13 @@ def forecast_plans(
     plans: dict[Key, FloorPlan | None] = {}
     for d in dims:
         if d.key not in history:
+            continue
+        if all(v is None for v in history[d.key]):
+            failed(
+                d.table,
+                f"{d.index or 'table'} {d.dimension}: CloudWatch did not answer its forecast "
+                "history soundly; its plan in force is kept",
+            )
             continue
         plan, f = plan_floors(
             history[d.key],

@@ -333,7 +333,7 @@ def _forecast(t: _Tick, tables: list[ManagedTable]) -> dict[Key, FloorPlan | Non
     due = [x for x in tables if forecast_due(x.name, t.now.minute, t.config.tick_minutes)]
     if not due:
         return {}
-    return forecast_plans(t.config, t.clients, due, t.now, t.shared)
+    return forecast_plans(t.config, t.clients, due, t.now, t.shared, t.fail)
 
 
 def _decide_and_act(
