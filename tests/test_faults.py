@@ -359,7 +359,8 @@ def test_a_table_found_updating_on_its_re_read_is_left_for_the_next_tick(world: 
     record = emf(events, odd)
     assert record["Updating"] == 1
     worst = record["_aws"]["CloudWatchMetrics"][1]
-    assert worst["Dimensions"] == [[]] and {"Name": "Updating", "Unit": "Count"} in worst["Metrics"]
+    assert worst["Dimensions"] == [["StateStore"]] and record["StateStore"] == world.store.name
+    assert {"Name": "Updating", "Unit": "Count"} in worst["Metrics"]
     assert "Updating" not in emf(events, busy)
 
 

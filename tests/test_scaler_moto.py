@@ -374,10 +374,11 @@ def test_a_plan_the_store_cannot_keep_now_is_obeyed_and_counted(world: World) ->
     assert warning["not_kept"] == 1
     (emf,) = [e for e in events if e.get("TableName") == name and "_aws" in e]
     assert emf["PlansNotKept"] == 1 and emf["Failures"] == 0
-    # AND published with no dimension too, the worst table's, which the PlansNotKept alarm
-    # watches (a per-table metric cannot be alarmed on for every table at once)
+    # AND published for the scaler's deployment too (dimension StateStore), the worst
+    # table's, which the PlansNotKept alarm watches (a per-table metric cannot be alarmed on
+    # for every table at once)
     worst = emf["_aws"]["CloudWatchMetrics"][1]
-    assert worst["Dimensions"] == [[]]
+    assert worst["Dimensions"] == [["StateStore"]] and emf["StateStore"] == world.store.name
     assert {"Name": "PlansNotKept", "Unit": "Count"} in worst["Metrics"]
 
 
