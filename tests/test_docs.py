@@ -29,10 +29,10 @@ def page(name: str) -> str:
 
 
 def python_block(name: str, marker: str) -> str:
-    """The one python block of the page ``name`` that contains ``marker``."""
-    blocks: list[str] = [
-        b for b in re.findall(r"```python\n(.*?)```", page(name), re.S) if marker in b
-    ]
+    """The one python block of the page ``name`` that contains ``marker`` (an example file
+    the page shows is not one: its own tests run it)."""
+    found = re.findall(r"(<!-- example: \S+ -->\n)?```python\n(.*?)```", page(name), re.S)
+    blocks: list[str] = [b for example, b in found if not example and marker in b]
     assert len(blocks) == 1, f"{name}: {len(blocks)} python blocks contain {marker!r}"
     return blocks[0]
 
@@ -107,8 +107,40 @@ def test_the_reference_is_generated_from_the_docstrings(site: Path) -> None:
         assert missing == [], name
 
 
+def example_lines(spec: str) -> list[str]:
+    """The lines an ``<!-- example: SPEC -->`` block shows: a file of the repository
+    (``examples/x.py``), a section of it between ``--8<-- [start:NAME]`` and ``--8<--
+    [end:NAME]`` (``examples/x.py:NAME``), or its lines A to B (``examples/x.py:A:B``)."""
+    path, *where = spec.split(":")
+    lines = (ROOT / path).read_text().splitlines()
+    if not where:
+        return lines
+    if len(where) == 2:
+        return lines[int(where[0]) - 1 : int(where[1])]
+    (name,) = where
+    start = next(i for i, x in enumerate(lines) if f"--8<-- [start:{name}]" in x)
+    end = next(i for i, x in enumerate(lines) if f"--8<-- [end:{name}]" in x)
+    return lines[start + 1 : end]
+
+
+def test_every_example_a_page_shows_is_its_file_as_it_is() -> None:
+    """A page shows an example as code written out (read on GitHub too, where an include
+    would show as text), each block marked with the file it is: the block is the file (or
+    its section), so a change of one without the other fails here."""
+    shown = 0
+    for guide in sorted((DOCS / "guides").glob("*.md")):
+        text = guide.read_text()
+        assert "--8<--" not in text, f"{guide.name}: an include, shown as text on GitHub"
+        for spec, block in re.findall(
+            r"<!-- example: (\S+) -->\n```python\n(.*?)\n```", text, re.S
+        ):
+            assert block.splitlines() == example_lines(spec), f"{guide.name}: {spec}"
+            shown += 1
+    assert shown == 9
+
+
 def test_examples_are_included_from_their_files(site: Path) -> None:
-    """The pages show the example files the test suite synthesizes, not copies."""
+    """The pages show the example files the test suite synthesizes."""
     shown = {
         "guides/scaler": ("throttle_aware.py", "class ThrottleAwareStack"),
         "guides/schedules": ("bulk_load.py", "class BulkLoadStack"),
@@ -132,7 +164,7 @@ def test_a_page_showing_an_example_says_how_to_run_it() -> None:
     examples/bulk_load.py``): each page that shows one says to run it as a module."""
     silent = []
     for guide in sorted((DOCS / "guides").glob("*.md")):
-        shown = set(re.findall(r'--8<-- "examples/(\w+)\.py', guide.read_text()))
+        shown = set(re.findall(r"<!-- example: examples/(\w+)\.py", guide.read_text()))
         for name in sorted(shown):
             code = (ROOT / "examples" / f"{name}.py").read_text()
             relative = re.search(r"^\s*from \.", code, re.M) is not None
