@@ -163,7 +163,7 @@ def test_an_empty_app_is_named_with_an_example(user_app: str) -> None:
     code, out, err = run("local", "--app", " ")
     assert (code, out) == (2, "")
     assert err.startswith("ddb-capacity: error: --app: got ' '; expected the command that runs")
-    assert '"python app.py"' in err and err.count("\n") == 1
+    assert '".venv/bin/python app.py"' in err and err.count("\n") == 1
 
 
 @pytest.mark.parametrize(
@@ -188,7 +188,11 @@ def test_no_app_nor_cdk_json_app_names_both(
     # THEN one line names --app, what cdk.json held, and both places a command is taken from
     assert (code, out) == (2, ""), err
     assert err.startswith("ddb-capacity: error: --app: got none, and ") and found in err, err
-    assert f"in {tmp_path}" in err and '--app "python app.py"' in err and err.count("\n") == 1
+    assert (
+        f"in {tmp_path}" in err
+        and '--app ".venv/bin/python app.py"' in err
+        and err.count("\n") == 1
+    )
     assert "or a cdk.json in " in err and 'whose "app" is that command' in err
 
 

@@ -374,7 +374,7 @@ def _local_parser(sub: Any) -> None:
     lc.add_argument(
         "--app",
         metavar="COMMAND",
-        help='the command that runs your CDK app: "python app.py" (default: the "app" of '
+        help='the command that runs your CDK app: ".venv/bin/python app.py" (default: the "app" of '
         "cdk.json in the current folder)",
     )
     lc.add_argument(

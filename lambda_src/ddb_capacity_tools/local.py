@@ -319,12 +319,13 @@ def app_command(app: str | None, cwd: Path) -> str:
         if not app.strip():
             raise LocalError(
                 f"--app: got {app!r}; expected the command that runs your CDK app, "
-                f'e.g. --app "python app.py"'
+                f'e.g. --app ".venv/bin/python app.py"'
             )
         return app
     config = cwd / "cdk.json"
     expected = (
-        'expected --app with the command that runs your CDK app, e.g. --app "python app.py", '
+        "expected --app with the command that runs your CDK app, e.g. "
+        '--app ".venv/bin/python app.py", '
         f'or a cdk.json in {cwd} whose "app" is that command'
     )
     if not config.is_file():
