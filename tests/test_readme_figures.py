@@ -1,6 +1,6 @@
 """The figures the README and the scaler's guide state are measured here: the scaler
 asset's zipped size, and the custom metrics a managed table's record makes in the default
-mode (a real tick against moto) with what they cost."""
+mode (a real tick against moto) with what they cost, and those of the scaler's deployment."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from constructs_pkg.runtime import staged_asset
-from ddb_capacity_tools.scaler_cost import TABLE_METRICS
+from ddb_capacity_tools.scaler_cost import DEPLOYMENT_METRICS, TABLE_METRICS
 from tests.moto_world import World
 from tests.test_assets import SCALER, zipped_size
 
@@ -74,3 +74,36 @@ def test_a_tables_metrics_and_their_price_are_what_the_docs_say(world: World) ->
         )[0]
         assert float(per_table) == pytest.approx(monthly(n, 1))
         assert float(fleet.replace(",", "")) == pytest.approx(monthly(n, 2_500))
+
+
+def test_a_scalers_own_metrics_and_their_price_are_what_the_docs_say(world: World) -> None:
+    # GIVEN two steady tables, nothing wrong with them, in the default mode
+    for name in (world.table("steady-a", 100, 100), world.table("steady-b", 100, 100)):
+        world.traffic(name, "read", 60)
+        world.traffic(name, "write", 55)
+    # WHEN a tick runs
+    _, lines = world.tick()
+    # THEN the metrics of the deployment (dimension StateStore), whatever the number of its
+    # tables, are the ones the cost model and the docs count
+    deployment = {
+        m["Name"]
+        for r in lines
+        if "_aws" in r
+        for group in r["_aws"]["CloudWatchMetrics"]
+        if group["Dimensions"] == [["StateStore"]]
+        for m in group["Metrics"]
+    }
+    assert deployment == {"CapacityAtMax", "Failures", "SharedFailures", "TablesManaged"}
+    assert len(deployment) == DEPLOYMENT_METRICS
+    (count, names, dollars) = stated(
+        r"Once a scaler, whatever the number of its tables, (\d+) metrics of its deployment "
+        r"\(dimension `StateStore`\) have data every tick: ([^:]+): \$([\d.]+) a month",
+        SCALER_GUIDE,
+    )[0]
+    assert int(count) == len(deployment)
+    assert set(re.findall(r"`(\w+)`", names)) == deployment
+    assert float(dollars) == pytest.approx(monthly(len(deployment), 1))
+    (readme_count, readme_dollars) = stated(
+        r"(\d+) metrics of its own \(\$([\d.]+) a month a scaler", README
+    )[0]
+    assert (int(readme_count), float(readme_dollars)) == (len(deployment), float(dollars))

@@ -16,12 +16,15 @@ tiers), with the construct's defaults (a tick every 2 minutes, its alarms on):
 - the tick's invocations, one a tick of `TICK_SECONDS` at `MEMORY_MB`, all charged to the one
   table (a scaler managing more tables shares them: a few cents a month in all).
 
-Not counted, as they are paid once a stack or an account whatever the number of tables: the
-alarm topic's KMS key ($1 a month), the function's own alarms, its log group and dead-letter
-queue, and the tick's metrics with no dimension. A table's dimensions are its read and write
-and each GSI's. GSIs costed without their table (``table=False``: ``advise --index``) are
-charged what the scaler adds for them alone, their reads and their ``SustainedThrottling``
-alarms; the record's metrics, the ``HotKey`` alarm and the invocations are their table's.
+Not counted, as they are paid once a scaler, a stack or an account whatever the number of
+tables: the alarm topic's KMS key ($1 a month), the function's own alarms, its log group and
+dead-letter queue, and the metrics of the scaler's deployment (dimension ``StateStore``),
+`DEPLOYMENT_METRICS` of them every tick, $1.20 a month a scaler at list price. So `tune`,
+`advise` and `reserve` leave them out of every policy's cost. A table's dimensions are its
+read and write and each GSI's. GSIs costed without their table (``table=False``:
+``advise --index``) are charged what the scaler adds for them alone, their reads and their
+``SustainedThrottling`` alarms; the record's metrics, the ``HotKey`` alarm and the
+invocations are their table's.
 """
 
 from __future__ import annotations
@@ -39,6 +42,11 @@ TABLE_METRICS = 5
 """The custom metrics a managed table's record makes in every tick (``Decisions``,
 ``ThrottleEventsSeen``, ``DecreasesLeft``, ``CapacityAtMax``, ``Failures``); ``ForecastsOn`` is
 one more in autopilot."""
+DEPLOYMENT_METRICS = 4
+"""The custom metrics a scaler's deployment (dimension ``StateStore``) has in every tick,
+whatever the number of its tables: ``CapacityAtMax`` (the worst table's, from each table's
+record), and the tick's own ``Failures``, ``SharedFailures`` and ``TablesManaged``; the
+others only in the hours they are not 0. Charged to no table."""
 QUERIES_PER_DIMENSION = 2
 """Metrics a tick reads a dimension (`ddb_capacity_runtime.aws.metrics.queries`)."""
 WITNESS_QUERIES = 1
