@@ -114,6 +114,20 @@ def test_each_stage_alarms_on_its_own_topic(assembly: Path) -> None:
         assert [a for a in others if a in text] == [], target
 
 
+def test_no_alarm_of_a_stage_is_per_table(assembly: Path) -> None:
+    # the guide says so: tables found by tag get no alarm of their own
+    for target in SETTINGS.targets:
+        _, template = stage_template(assembly, target)
+        for name, alarm in of_type(template, "AWS::CloudWatch::Alarm").items():
+            props = alarm["Properties"]
+            stats = [
+                m["MetricStat"]["Metric"] for m in props.get("Metrics", []) if "MetricStat" in m
+            ]
+            dimensions = {d["Name"] for m in [props, *stats] for d in m.get("Dimensions", [])}
+            assert "TableName" not in dimensions, (target, name)
+            assert not name.startswith(("Throttled", "HotKey", "ScalerThrottled", "ScalerHotKey"))
+
+
 def test_the_alarm_email_is_subscribed_where_one_is_set(assembly: Path) -> None:
     emailed = 0
     for target in SETTINGS.targets:
