@@ -716,6 +716,37 @@ def test_the_permissions_page_lists_every_statement() -> None:
     assert "AlarmsOfThisAccount" in text
 
 
+def test_the_permissions_summary_lists_every_wildcard_resource() -> None:
+    """Every statement whose resource is ``*`` or a pattern, in the example app and in the
+    least-privilege test's app (a global table's role included), is named by its Sid in the
+    Permissions page's summary of wildcards, with its actions."""
+    import aws_cdk as cdk
+
+    from tests.test_least_privilege import global_template, synthesize
+
+    text = page("operations/permissions.md")
+    summary = text.split("## Every wildcard resource", 1)[1].split("\n## ", 1)[0]
+    templates = [cdk.assertions.Template.from_stack(s).to_json() for s in example_stacks()]
+    templates += [{"Resources": dict(t().resources)} for t in (synthesize, global_template)]
+    wild: dict[str, set[str]] = {}
+    for template_ in templates:
+        for resource in template_["Resources"].values():
+            if not resource["Type"].startswith("AWS::IAM::"):
+                continue
+            props = resource.get("Properties", {})
+            documents = [props.get("PolicyDocument") or {}]
+            documents += [p["PolicyDocument"] for p in props.get("Policies", [])]
+            for statement in (s for d in documents for s in d.get("Statement", [])):
+                resources = statement.get("Resource", [])
+                if "Sid" in statement and "*" in json.dumps(resources):
+                    actions = statement["Action"]
+                    names = actions if isinstance(actions, list) else [actions]
+                    wild.setdefault(statement["Sid"], set()).update(a.split(":")[1] for a in names)
+    assert {"AutoScalingChecksAlarms", "ReadTableQuota", "TagTargets"} <= wild.keys()
+    assert {sid for sid in wild if sid not in summary} == set()
+    assert {a for actions in wild.values() for a in actions if a not in summary} == set()
+
+
 def test_the_alarm_runbook_has_an_entry_per_alarm() -> None:
     """Every alarm the constructs create in the example app (a scaler, capacity requests
     with a restorer) has a heading in the runbook; per-dimension throttle alarms as one, and
