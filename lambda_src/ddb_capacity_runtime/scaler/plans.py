@@ -20,7 +20,7 @@ from ..core.forecast import HISTORY_DAYS, plan_floors
 from ..core.holds import HeldDimension
 from ..core.series import MINUTE, Key, step_start
 from ..core.settings import ScalerConfig
-from ..core.tables import ManagedTable
+from ..core.tables import Dimension, ManagedTable
 from ..events import log_event
 
 
@@ -71,30 +71,39 @@ def forecast_plans(
                 "history soundly; its plan in force is kept",
             )
             continue
-        plan, f = plan_floors(
-            history[d.key],
-            minute(end),
-            minute(now),
-            d.limits.target_utilization or config.policy.target_utilization,
-            d.limits.min_capacity,
-            d.limits.max_capacity,
-            minute_of_day=now.hour * 60 + now.minute,
-        )
-        log_event(
-            "forecast",
-            table=d.table,
-            index=d.index,
-            dimension=d.dimension,
-            season=f.season,
-            error=None if f.error is None else round(f.error, 4),
-            peak=f.peak,
-            floor=max(plan.floors) if plan else None,
-            plan=plan.value() if plan else None,
-            reason=f.reason,
-            gate=f.gate,
-        )
+        plan = _forecast(config, d, history[d.key], end, now)
         plans[d.key] = plan
     return plans
+
+
+def _forecast(
+    config: ScalerConfig, d: Dimension, history: list[float | None], end: datetime, now: datetime
+) -> FloorPlan | None:
+    """``d``'s plan of floors from its ``history`` up to ``end`` (None: the forecast is not
+    good enough), logged (``forecast``)."""
+    plan, f = plan_floors(
+        history,
+        minute(end),
+        minute(now),
+        d.limits.target_utilization or config.policy.target_utilization,
+        d.limits.min_capacity,
+        d.limits.max_capacity,
+        minute_of_day=now.hour * 60 + now.minute,
+    )
+    log_event(
+        "forecast",
+        table=d.table,
+        index=d.index,
+        dimension=d.dimension,
+        season=f.season,
+        error=None if f.error is None else round(f.error, 4),
+        peak=f.peak,
+        floor=max(plan.floors) if plan else None,
+        plan=plan.value() if plan else None,
+        reason=f.reason,
+        gate=f.gate,
+    )
+    return plan
 
 
 def minute(moment: datetime) -> int:
