@@ -170,3 +170,10 @@ class Capacity:
     def initial_capacity(self) -> int:
         """The operating capacity: where the dimension starts and settles."""
         return self.min_capacity
+
+    def starting_units(self, prewarm: PrewarmMethod) -> int:
+        """Where a new table's dimension starts: its high-water mark when ``prewarm``
+        provisions it there (``PROVISION_THEN_SETTLE``), else its operating capacity."""
+        if prewarm is PrewarmMethod.PROVISION_THEN_SETTLE and self.high_water_mark is not None:
+            return self.high_water_mark
+        return self.initial_capacity

@@ -35,6 +35,7 @@ from ddb_capacity_runtime.schedule.entries import (
     TableSchedule,
 )
 
+from .adoption import check_index_keys, refuse_stock_auto_scaling, render_adopted
 from .capacity import (
     DEFAULT_TABLE_QUOTA,
     MAX_GSIS_PER_TABLE,
@@ -43,7 +44,7 @@ from .capacity import (
     check_table_quota,
 )
 from .function_options import FunctionConfig, FunctionDefaults, FunctionOptions, function_configs
-from .props import did_you_mean, is_token
+from .props import is_token
 from .quota import ScalableTargetQuota
 from .table_delegation import TableDelegation
 from .table_parts import (
@@ -59,7 +60,6 @@ from .table_parts import (
     is_table,
     known_entry,
     on_demand,
-    warm_json,
 )
 
 if TYPE_CHECKING:
@@ -170,8 +170,12 @@ class TableCapacity(TableDelegation, Construct):
     exists in the stack: Application Auto Scaling target tracking on read and write of the
     table and of every GSI, high-water marks by either method, schedules and windows, and
     throttle-aware scaling. The table keeps its logical ID and every property that is not
-    about capacity, so adopting it is an update, never a replacement. A table takes one
-    TableCapacity in an app (a ``ProvisionedTable`` is one): a second is refused.
+    about capacity, so adopting it is an update, never a replacement; its
+    ``ProvisionedThroughput`` stays the app's too unless a ``PROVISION_THEN_SETTLE`` mark
+    provisions it (CloudFormation sets the live table to a changed one on deploy), so its
+    scalable targets move its capacity. A table takes one TableCapacity in an app (a
+    ``ProvisionedTable`` is one): a second is refused, and so is a table the app already
+    auto scales with aws-cdk-lib's ``auto_scale_*`` calls.
 
     Example::
 
@@ -264,6 +268,8 @@ class TableCapacity(TableDelegation, Construct):
                     f"provisioned tables only"
                 )
         _validate_managed_once(self, where, table)
+        if isinstance(table, dynamodb.Table):
+            refuse_stock_auto_scaling(where, table)
 
     def _validate_function_options(self, options: object) -> FunctionConfig:
         """``function_options``: the settle functions' (``"Settle"``), PROVISION_THEN_SETTLE
@@ -323,40 +329,21 @@ class TableCapacity(TableDelegation, Construct):
         write: Capacity,
         indexes: dict[str, tuple[Capacity, Capacity]],
     ) -> None:
-        """Set the capacity of a table of this app and of each of its GSIs, and manage them."""
+        """Manage a table of this app and each of its GSIs; their capacity properties are
+        written by ``render_adopted`` (the live table's provisioned capacity is left to its
+        scalable targets)."""
         self.table = table
         cfn = self._cfn_table()
         capacity = self._checked(None, read=read, write=write)
-        cfn.provisioned_throughput = dynamodb.CfnTable.ProvisionedThroughputProperty(
-            read_capacity_units=self._initial(capacity["read"]),
-            write_capacity_units=self._initial(capacity["write"]),
-        )
-        warm = self._warm_throughput(capacity)
-        if warm is not None:
-            cfn.add_property_override("WarmThroughput", warm_json(warm))
+        render_adopted(cfn, "", capacity, self.prewarm, self._warm_throughput(capacity))
         self._manage(None)
         existing = [g["indexName"] for g in self._gsis()]
-        self._validate_index_keys(indexes, existing)
+        check_index_keys(self._where, indexes, existing)
         for position, name in enumerate(existing):
             capacity = self._checked(name, **self._pair(name, indexes[name]))
-            self._render_adopted_index(cfn, position, capacity)
+            warm = self._warm_throughput(capacity)
+            render_adopted(cfn, f"GlobalSecondaryIndexes.{position}.", capacity, self.prewarm, warm)
             self._manage(name)
-
-    def _validate_index_keys(self, given: Mapping[str, object], existing: Sequence[str]) -> None:
-        """``indexes`` names each GSI of the adopted table, and nothing else."""
-        unknown = [name for name in given if name not in existing]
-        if unknown:
-            raise CapacityConfigError(
-                f"{self._where}: indexes has the key {shown(unknown[0])}, which is not a "
-                f"global secondary index of the table{did_you_mean(unknown[0], existing)}; "
-                f"the allowed keys are the table's GSIs {existing}, each one needed"
-            )
-        missing = [name for name in existing if name not in given]
-        if missing:
-            raise CapacityConfigError(
-                f"{self._where}: indexes must give (read, write) Capacity for exactly the "
-                f"table's GSIs {existing}; missing {missing}"
-            )
 
     def _pair(self, name: str, pair: object) -> dict[str, Capacity]:
         """``indexes[name]``: a (read, write) pair, as ``_checked`` takes it."""
@@ -366,21 +353,6 @@ class TableCapacity(TableDelegation, Construct):
                 f"got {shown(pair)}"
             )
         return {"read": pair[0], "write": pair[1]}
-
-    def _render_adopted_index(
-        self, cfn: dynamodb.CfnTable, position: int, capacity: dict[str, Capacity]
-    ) -> None:
-        base = f"GlobalSecondaryIndexes.{position}"
-        cfn.add_property_override(
-            f"{base}.ProvisionedThroughput",
-            {
-                "ReadCapacityUnits": self._initial(capacity["read"]),
-                "WriteCapacityUnits": self._initial(capacity["write"]),
-            },
-        )
-        warm = self._warm_throughput(capacity)
-        if warm is not None:
-            cfn.add_property_override(f"{base}.WarmThroughput", warm_json(warm))
 
     def _import(
         self,
@@ -587,12 +559,7 @@ class TableCapacity(TableDelegation, Construct):
         return capacity
 
     def _initial(self, capacity: Capacity) -> int:
-        if (
-            self.prewarm is PrewarmMethod.PROVISION_THEN_SETTLE
-            and capacity.high_water_mark is not None
-        ):
-            return capacity.high_water_mark
-        return capacity.initial_capacity
+        return capacity.starting_units(self.prewarm)
 
     def _warm_throughput(self, capacity: dict[str, Capacity]) -> dynamodb.WarmThroughput | None:
         if self.prewarm is not PrewarmMethod.WARM_THROUGHPUT:

@@ -171,8 +171,17 @@ def _refusals() -> dict[str, Callable[[], object]]:
             alarm_options={"x": 1},  # type: ignore[dict-item]
         )
 
+    def stock_auto_scaled() -> object:
+        stack = cdk.Stack(cdk.App(), "Refused")
+        key = dynamodb.Attribute(name="id", type=dynamodb.AttributeType.STRING)
+        table = dynamodb.Table(stack, "Orders", partition_key=key)
+        table.auto_scale_read_capacity(min_capacity=10, max_capacity=1000)
+        units = c.Capacity(min_capacity=10, max_capacity=1000)
+        return c.TableCapacity(stack, "Capacity", table=table, read=units, write=units)
+
     return {
         "min above max": lambda: c.Capacity(min_capacity=10, max_capacity=5),
+        "stock auto scaling": stock_auto_scaled,
         "function options": lambda: requests(
             function_options={"Restorer": c.FunctionOptions(timeout=300)}  # type: ignore[arg-type]
         ),
