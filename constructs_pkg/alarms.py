@@ -11,6 +11,7 @@ series of its own deployment of those that are not per table.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -51,16 +52,27 @@ class AlarmOptions:
         one).
     :param actions: more actions for the alarm (``aws_cloudwatch_actions.SnsAction``, ...),
         besides its topic. Default: none.
+    :param description_suffix: text appended to the alarm's description, after the
+        library's own (what happened, where to look first, the first action, its runbook
+        heading): your team's runbook URL or instructions, say. Plain text, not a token;
+        the whole description must fit CloudWatch's 1,024 characters. Default: none.
     """
 
     enabled: bool = True
     threshold: float | None = None
     evaluation_periods: int | None = None
     actions: Sequence[cloudwatch.IAlarmAction] = ()
+    description_suffix: str | None = None
 
 
 MAX_MORE_ACTIONS = 4
 """The most actions an alarm takes besides its topic's (CloudWatch takes 5 alarm actions)."""
+
+DESCRIPTION_LIMIT = 1024
+"""The longest alarm description CloudWatch takes (PutMetricAlarm's AlarmDescription)."""
+
+RUNBOOK_PAGE = "docs/operations/alarms.md"
+"""The library's alarm runbook, which every alarm's description names a heading of."""
 
 
 def checked_alarm_options(
@@ -120,15 +132,32 @@ def _check_option(where: str, name: str, option: AlarmOptions) -> None:
                 "action (aws_cloudwatch.IAlarmAction: aws_cloudwatch_actions.SnsAction(topic), "
                 "say)"
             )
+    suffix = option.description_suffix
+    if suffix is not None and (
+        not isinstance(suffix, str) or not suffix.strip() or is_token(suffix)
+    ):
+        raise CapacityConfigError(
+            f"{where}: {name}.description_suffix: got {shown(suffix)}; expected plain text "
+            "that is not blank (not a token: its length is checked at synth), such as your "
+            "runbook's URL, or None"
+        )
 
 
 @dataclass(frozen=True)
 class AlarmSpec:
-    """One alarm's defaults: ``describe`` gives its description from its evaluation
-    periods; ``every_period``: every evaluation period must breach (DatapointsToAlarm set)."""
+    """One alarm's defaults: ``describe`` says what happened, from its evaluation periods;
+    ``look``, where to look first (the log group and its events; for an alarm on the worst
+    table of a deployment, the metric by ``TableName`` that names the table); ``do``, the
+    first thing to do; ``runbook``, its heading in the runbook (`RUNBOOK_PAGE`), by default
+    the alarm id in words and the alarm's construct id (``Dead letters (DeadLettersAlarm)``).
+    `AlarmSet.add` makes the description of them all. ``every_period``: every evaluation
+    period must breach (DatapointsToAlarm set)."""
 
     metric: cloudwatch.Metric | cloudwatch.MathExpression
     describe: Callable[[int], str]
+    look: str
+    do: str
+    runbook: str = ""
     threshold: float = 1
     evaluation_periods: int = 1
     every_period: bool = False
@@ -147,8 +176,14 @@ def longest_window(period_seconds: float) -> float:
 
 
 def says(description: str) -> Callable[[int], str]:
-    """A description that does not depend on the evaluation periods."""
+    """What happened, not depending on the evaluation periods."""
     return lambda _periods: description
+
+
+def in_words(alarm_id: str) -> str:
+    """An alarm id as its runbook heading names it: ``DeadLetters``, ``Dead letters``."""
+    words = re.findall(r"[A-Z][a-z]*", alarm_id)
+    return " ".join([words[0], *(w.lower() for w in words[1:])]) if words else alarm_id
 
 
 class AlarmSet:
@@ -157,9 +192,16 @@ class AlarmSet:
     actions. ``alarms`` is the read-only view a construct returns."""
 
     def __init__(
-        self, owner: Construct, where: str, topic: sns.ITopic, options: Mapping[str, AlarmOptions]
+        self,
+        owner: Construct,
+        where: str,
+        topic: sns.ITopic,
+        options: Mapping[str, AlarmOptions],
+        section: str,
     ) -> None:
         self._owner, self._where, self._options = owner, where, options
+        self._section = section
+        """The runbook's section of the construct's alarms (its class name)."""
         self._notify = cw_actions.SnsAction(topic)
         """The topic's action, one object for every alarm of the set (it keeps no state)."""
         self._alarms: dict[str, cloudwatch.Alarm] = {}
@@ -184,19 +226,50 @@ class AlarmSet:
             return None
         periods = option.evaluation_periods or spec.evaluation_periods
         self._check_window(alarm_id, spec, option.evaluation_periods)
+        construct_id = construct_id or f"{alarm_id}Alarm"
         alarm = spec.metric.create_alarm(
             self._owner,
-            construct_id or f"{alarm_id}Alarm",
+            construct_id,
             threshold=spec.threshold if option.threshold is None else option.threshold,
             evaluation_periods=periods,
             datapoints_to_alarm=periods if spec.every_period else None,
             comparison_operator=spec.comparison,
             treat_missing_data=spec.missing,
-            alarm_description=spec.describe(periods),
+            alarm_description=self._description(alarm_id, spec, construct_id, periods, option),
         )
         alarm.add_alarm_action(self._notify, *option.actions)
         self._alarms[key or alarm_id] = alarm
         return alarm
+
+    def _description(
+        self, alarm_id: str, spec: AlarmSpec, construct_id: str, periods: int, option: AlarmOptions
+    ) -> str:
+        """The alarm's description: what happened, where to look first, what to do first,
+        its runbook heading, then the option's ``description_suffix``; refused over
+        CloudWatch's `DESCRIPTION_LIMIT` (the deploy would fail), naming what to shorten."""
+        heading = spec.runbook or f"{in_words(alarm_id)} ({construct_id})"
+        said = (
+            f"{spec.describe(periods).rstrip('.')}. Look first: {spec.look}. Do: {spec.do}. "
+            f"Runbook: {heading} under {self._section} in {RUNBOOK_PAGE}."
+        )
+        suffix = option.description_suffix
+        if suffix is None:
+            if len(said) > DESCRIPTION_LIMIT:
+                raise CapacityConfigError(
+                    f"{self._where}: alarm {construct_id}: its description is {len(said)} "
+                    f"characters; CloudWatch takes at most {DESCRIPTION_LIMIT} (a shorter "
+                    "index name, say)"
+                )
+            return said
+        room = DESCRIPTION_LIMIT - len(said) - 1
+        if len(suffix) > room:
+            raise CapacityConfigError(
+                f"{self._where}: alarm_options[{alarm_id!r}].description_suffix: got "
+                f"{len(suffix)} characters; expected at most {max(room, 0)} for alarm "
+                f"{construct_id} (its own description is {len(said)} characters, and "
+                f"CloudWatch takes {DESCRIPTION_LIMIT} in all)"
+            )
+        return f"{said} {suffix}"
 
     def unused(self) -> list[str]:
         """The ids given options that no alarm was asked for (so far): options that do

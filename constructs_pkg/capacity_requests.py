@@ -53,7 +53,7 @@ from ddb_capacity_runtime.requests.client import BROKER_MAX_WAIT
 
 from . import requests_checks as checks
 from .alarm_sink import chosen_alarm_topic
-from .alarms import AlarmOptions, AlarmSet, AlarmSpec, checked_alarm_options, emf_metric, says
+from .alarms import AlarmOptions, AlarmSet, checked_alarm_options, emf_metric
 from .capacity import DEFAULT_TABLE_QUOTA, check_table_quota
 from .compliance import acknowledge, acknowledge_function, skip_checkov
 from .deploy_limits import check_function
@@ -64,7 +64,6 @@ from .fast_path import (
     TABLE_ACTIONS,
     FastPath,
     FastPathParts,
-    busy_alarm,
     check_fast_path,
     instrument_function,
     signals_of,
@@ -82,6 +81,7 @@ from .iam_statements import (
 )
 from .lazy import lazy_json
 from .props import MetricProps
+from .requests_alarms import broker_alarms, restorer_alarm
 from .runtime import runtime_function, state_store_table
 from .scaler import ThrottleAwareScaler
 from .scheduled_function import ScheduledFunction, scheduled_function
@@ -288,14 +288,16 @@ class CapacityRequests(Construct):
         }
         self._configure_tables(tables)
         self.alarm_topic = chosen_alarm_topic(self, self._where, alarm_topic, None)
-        self._alarm_set = AlarmSet(self, self._where, self.alarm_topic, alarm_options)
+        self._alarm_set = AlarmSet(
+            self, self._where, self.alarm_topic, alarm_options, "CapacityRequests"
+        )
         self.hold_store = self._render_hold_store()
         """The hold store: holds and their leases, written with conditional writes (and, once a
         scaler is connected, the scaler's state too)."""
         self.environment[STORE_ENV] = self.hold_store.table_name
         self.broker, self.broker_policy = self._render_broker(broker_concurrency)
         """The broker: the one function workers may invoke to request capacity."""
-        self._render_broker_alarms()
+        broker_alarms(self)
         self.restorer = self._render_restorer(restore_every)
         """The restorer (None with ``restore_every=None``): asks the broker to end expired holds on
         a schedule."""
@@ -365,23 +367,6 @@ class CapacityRequests(Construct):
         _acknowledge_broker(broker, broker_concurrency)
         return broker, policy
 
-    def _render_broker_alarms(self) -> None:
-        self._errors_alarm(self.broker, "BrokerErrors", "The capacity request broker failed")
-        self._count_alarm(
-            "HoldsDropped",
-            "HoldsDropped",
-            "Capacity holds were dropped without lowering their table: it left the broker's "
-            "tables (its minimum stays where the holds left it; the broker's log says where), "
-            "was deleted, or went on-demand; or a hold outside the hold store's bounds was "
-            "dropped unread (the holds-dropped log event names it), or a dimension's stored "
-            "base was replaced (base-replaced), or a lease no writer could have set was taken "
-            "over (lease-taken-over)",
-        )
-
-    def _count_alarm(self, alarm_id: str, metric: str, description: str) -> None:
-        """An alarm on any of the functions' EMF count ``metric`` in 5 minutes."""
-        self._alarm_set.add(alarm_id, AlarmSpec(self.metric(metric), says(description)))
-
     @property
     def alarms(self) -> Mapping[str, cloudwatch.Alarm]:
         """The alarms by stable id (read-only): ``BrokerErrors``, ``HoldsDropped``;
@@ -445,8 +430,7 @@ class CapacityRequests(Construct):
                 resources=[self.broker.function_arn],
             )
         )
-        self._errors_alarm(restorer.function, "RestorerErrors", "The capacity hold restorer failed")
-        busy_alarm(self, restore_every)
+        restorer_alarm(self, restorer.function, restore_every)
         return restorer
 
     def _render_fast_path(
@@ -632,11 +616,6 @@ class CapacityRequests(Construct):
             ),
             autoscaling_validation_statement(),
         ]
-
-    def _errors_alarm(self, function: lambda_.Function, id: str, description: str) -> None:
-        self._alarm_set.add(
-            id, AlarmSpec(function.metric_errors(period=Duration.minutes(5)), says(description))
-        )
 
     @staticmethod
     def _acknowledge(policy: iam.ManagedPolicy, reads: str) -> None:

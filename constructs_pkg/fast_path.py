@@ -8,7 +8,6 @@ installation in a function (`instrument_function`). They are made in the scope o
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -32,7 +31,6 @@ from ddb_capacity_runtime.fast_path.hook import MODES
 from ddb_capacity_runtime.fast_path.surge_settings import SurgeSettings
 from ddb_capacity_runtime.instrument import MODE_ENV, TABLES_ENV
 
-from .alarms import AlarmSpec, metric, says
 from .compliance import acknowledge_function
 from .deploy_limits import environment_of
 from .iam_statements import (
@@ -41,6 +39,7 @@ from .iam_statements import (
     read_autoscaling_statement,
 )
 from .props import duration_prop, is_token, known_at_synth
+from .requests_alarms import BUSY_EVERY, busy_alarm, signals_alarms
 from .runtime import HOOK_WRAPPER, hook_layer, hook_runtimes, runtime_function
 from .stream_signal import StreamReader, StreamSignal
 
@@ -166,39 +165,6 @@ def check_fast_path(
     return SurgeSettings(float(share), int(seconds // 60), *bounds)
 
 
-BUSY_FOR = Duration.minutes(30)
-"""How long held tables (or indexes) may stay not ACTIVE before ``HoldsBusy`` alarms (in
-whole periods): longer than a table is UPDATING for a raise."""
-BUSY_EVERY = Duration.minutes(5)
-"""The period of ``HoldsBusy`` without a restorer (the default restore's)."""
-
-
-def busy_alarm(owner: CapacityRequests, every: Duration) -> None:
-    """``HoldsBusy``: in every period of ``every`` (a restore's) for `BUSY_FOR` (the first
-    and the last at least that far apart, and at least two), a held table or index was not
-    ACTIVE: a restore could not end its expired holds (their capacity stays), or a surge
-    could not raise its throttled table (``surge-busy``). A restore or a surge that finds
-    none sends none, and a missing datapoint is not breaching."""
-    runs = max(2, math.floor(BUSY_FOR.to_seconds() / every.to_seconds()) + 1)
-    owner._alarm_set.add(
-        "HoldsBusy",
-        AlarmSpec(
-            owner.metric("HoldsBusy", period=every),
-            lambda n: (
-                f"A held table or index was not ACTIVE in each of {n} periods of "
-                f"{every.to_human_string()} in a row: expired capacity holds could not be "
-                "ended (the broker's holds-busy log names it; the capacity they raised "
-                "stays until it is ACTIVE), or a surge could not raise the throttled table "
-                "(surge-busy in the signals function's or the stream reader's log). Wait "
-                "for an update or a GSI backfill to end; for a KMS key DynamoDB cannot use, "
-                "restore its access"
-            ),
-            evaluation_periods=runs,
-            every_period=True,
-        ),
-    )
-
-
 class FastPathParts:
     """The fast path's resources, made in the scope of ``owner`` (a `CapacityRequests`):
     the signals function and its policy, and the stream reader with ``stream``; each
@@ -242,7 +208,7 @@ class FastPathParts:
             )
         )
         _acknowledge_signals(signals, fast_path.concurrency)
-        self._render_alarms(signals, fast_path)
+        signals_alarms(self._owner, signals, fast_path)
         return signals, policy
 
     def _render_stream_reader(self, stream: StreamSignal | None) -> StreamReader | None:
@@ -298,122 +264,6 @@ class FastPathParts:
             autoscaling_validation_statement(),
         )
         o._acknowledge(policy, reads)
-
-    def _render_alarms(self, signals: lambda_.Function, fast_path: FastPath) -> None:
-        """The signals function's alarms: it failed, a surge failed, the combiner refused a
-        report, a report was malformed, a surge met its budget, surges added many units,
-        the rules' own (`_render_rule_alarms`), or Lambda dropped reports before they
-        ran."""
-        o = self._owner
-        o._errors_alarm(
-            signals, "SignalsErrors", "The capacity signals function (fast path) failed"
-        )
-        o._count_alarm(
-            "ReportsRefused",
-            "ReportsRefused",
-            "A report to the fast path's signals function was malformed (the client hook "
-            "never sends one: a process that lies, or another version): the signals "
-            "function's log says which field",
-        )
-        o._count_alarm(
-            "SurgeBudget",
-            "SurgesOverBudget",
-            "A surge of the fast path met its dimension's budget of surge units for the hour, "
-            "or its surge cap over the dimension's configured base (a process that lies, or a "
-            "budget or cap too small): the log names the dimension",
-        )
-        if fast_path.surge_alarm_units is not None:
-            self._surge_units_alarm(fast_path.surge_alarm_units)
-        o._count_alarm(
-            "SurgesFailed",
-            "SurgesFailed",
-            "A surge of the fast path could not be applied (the raise failed, a limit "
-            "refused it, or AWS failed); the signals function's log says which",
-        )
-        o._count_alarm(
-            "CombinerFull",
-            "CombinerFull",
-            "A report of the fast path came from a newcomer while 100 processes report on its "
-            "dimension already: newcomers share one entry; the signals function's log names "
-            "the dimension",
-        )
-        self._render_rule_alarms()
-        o._alarm_set.add(
-            "SignalsDropped",
-            AlarmSpec(
-                metric(
-                    "AWS/Lambda",
-                    "AsyncEventsDropped",
-                    dimensions_map={"FunctionName": signals.function_name},
-                ),
-                says(
-                    "Reports to the capacity signals function (fast path) were dropped by "
-                    "Lambda before it ran them (older than a minute: its reserved concurrency "
-                    "was busy)"
-                ),
-            ),
-        )
-
-    def _render_rule_alarms(self) -> None:
-        """The alarms of the fast path's rules: a burst-bucket estimate not kept, CloudWatch
-        not read for a surge the cap cut short, a surge CloudWatch did not confirm; and of
-        its reports: a hook in a Lambda function that could not send them, entries of a
-        combiner item no signals function writes."""
-        o = self._owner
-        o._count_alarm(
-            "SurgeEntriesIgnored",
-            "SurgeEntriesIgnored",
-            "A combiner item of the fast path held entries no signals function writes (out of "
-            "bounds, or more than it keeps): ignored, so the surge decided on the others; "
-            "something else writes the surge store, or another version: the signals "
-            "function's surge-entries-ignored and combiner-repaired lines name the item",
-        )
-        o._count_alarm(
-            "HookFailures",
-            "HookFailures",
-            "A client hook in a Lambda function (instrument, or watch in a function granted "
-            "with grant_signals) could not send reports, dropped observations or met errors: "
-            "the fast path does not hear all of that function's traffic; its "
-            "signals-send-failed line gives the AWS error code and a hint",
-        )
-        o._count_alarm(
-            "SurgesUnconfirmed",
-            "SurgesUnconfirmed",
-            "A surge raised on the processes' reports was not confirmed by DynamoDB's own "
-            "measure (CloudWatch's consumed capacity) and is left to expire: a process that "
-            "lies, or reports on the wrong table; the log names the dimension",
-        )
-        o._count_alarm(
-            "BucketFailed",
-            "BucketFailed",
-            "A dimension's burst-bucket estimate could not be read or written (the signals "
-            "function's or the stream reader's bucket-failed lines say which): it reads as "
-            "empty, so surges start as soon as the demand reaches the capacity",
-        )
-        o._count_alarm(
-            "CorroborationFailed",
-            "CorroborationFailed",
-            "CloudWatch could not be read, or its answer left minutes unknown, to corroborate "
-            "a surge the surge cap cut short or to confirm one (the signals function's "
-            "corroboration-failed lines say why): the capped surge stands, the surge to be "
-            "confirmed goes on",
-        )
-
-    def _surge_units_alarm(self, threshold: int) -> None:
-        """An alarm when the fast path's surges add ``threshold`` units or more in an hour."""
-        o = self._owner
-        o._alarm_set.add(
-            "SurgeUnits",
-            AlarmSpec(
-                o.metric_surge_units(period=Duration.hours(1)),
-                says(
-                    f"The fast path's surges added {threshold:,} capacity units or more in an "
-                    "hour (SurgeUnits): busy bursts, or a process that lies; the signals "
-                    "function's surge-applied lines name the dimensions"
-                ),
-                threshold=threshold,
-            ),
-        )
 
 
 def signals_of(owner: CapacityRequests, method: str) -> lambda_.Function:

@@ -161,7 +161,7 @@ class FleetAdvisor(Construct):
         """the report's minute of the day (UTC) and its delay after the lister, in minutes"""
         self.report = self._scheduled("Report", "report_handler", settings, delayed)
         self._grant()
-        alarm_set = AlarmSet(self, self._where, self.alarm_topic, alarm_options)
+        alarm_set = AlarmSet(self, self._where, self.alarm_topic, alarm_options, "FleetAdvisor")
         self._render_alarms(alarm_set)
         self.alarms = alarm_set.alarms
         """The alarms by stable id (read-only); one turned off is absent."""
@@ -510,38 +510,44 @@ class FleetAdvisor(Construct):
 
     def _render_alarms(self, alarm_set: AlarmSet) -> None:
         period = Duration.minutes(5)
-        metrics: dict[str, tuple[cloudwatch.Metric, str]] = {
+        logs = "the lister's, the worker's and the report's log groups"
+        metrics: dict[str, tuple[cloudwatch.Metric, str, str, str]] = {
             "DeadLetters": (
                 self.dead_letter_queue.metric_approximate_number_of_messages_visible(
                     period=period, statistic="Maximum"
                 ),
-                "A table message failed three times, or a scheduled run failed: see the "
-                "dead-letter queue and the functions' logs.",
+                "A table message failed three times, or a scheduled run failed",
+                f"the advisor's dead-letter queue (a message names its table) and {logs}",
+                "fix the cause, then purge the queue; the next night lists every table again",
             ),
         }
-        for name, description in (
+        for name, what, look, do in (
             (
                 "Failures",
-                "The advisor failed (a run, a result not written, a message not "
-                "its own): see the functions' logs.",
+                "The advisor failed (a run, a result not written, a message not its own)",
+                f"{logs}: list_failed, messages_not_sent, result_not_written, "
+                "invalid_message, no_run, report_failed",
+                "as the log says; for invalid_message, find its sender (CloudTrail data "
+                "events on the queue)",
             ),
             (
                 "TablesFailed",
-                "A table could not be advised (access denied, a malformed "
-                "answer): the report lists it with the reason.",
+                "A table could not be advised (access denied, deleted, a malformed answer)",
+                "the fleet report's reason for each failed table",
+                "as the reason says; the other tables were advised",
             ),
             (
                 "TablesMissing",
-                "Tables had no result when the report ran: raise "
-                "max_concurrency or report_delay, or see the worker's logs.",
+                "Tables had no result when the report ran",
+                "each missing row's reason in the report; the lister's messages_not_sent, "
+                "the worker's log group and Duration",
+                "raise max_concurrency or report_delay; for tables never sent, as the error "
+                "code says",
             ),
         ):
-            metrics[name] = (
-                metric(NAMESPACE, name, period=period),
-                description,
-            )
-        for name, (made, description) in metrics.items():
-            alarm_set.add(name, AlarmSpec(made, says(description)))
+            metrics[name] = (metric(NAMESPACE, name, period=period), what, look, do)
+        for name, (made, what, look, do) in metrics.items():
+            alarm_set.add(name, AlarmSpec(made, says(what), look=look, do=do))
 
 
 _SQS_KEY_REASON = (

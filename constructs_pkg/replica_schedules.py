@@ -170,7 +170,9 @@ class _ReplicaScheduleProvider(Construct):
         that failed, a Delete in an update's clean-up phase too (CloudFormation completes
         the stack then, and only its events say so)."""
         self.alarm_config = alarms
-        alarm_set = AlarmSet(self, alarms.where, alarms.topic, alarms.options)
+        alarm_set = AlarmSet(
+            self, alarms.where, alarms.topic, alarms.options, "GlobalTableCapacity"
+        )
         alarm_set.add(
             "Errors",
             AlarmSpec(
@@ -179,6 +181,15 @@ class _ReplicaScheduleProvider(Construct):
                     "A replica schedule event of a GlobalTableCapacity failed (a deploy, or a "
                     "Delete in an update's clean-up phase, which leaves its actions)"
                 ),
+                look=(
+                    "the replica-schedule-failed (table, Region, cause) and "
+                    "replica-schedule-left events in the replica-schedule function's log group"
+                ),
+                do=(
+                    "fix the cause it names; delete the ddb-capacity-... scheduled actions a "
+                    "failed Delete left on the table's scalable targets"
+                ),
+                runbook="Errors (ReplicaScheduleProvider/ErrorsAlarm)",
             ),
         )
         self.alarms = alarm_set.alarms

@@ -29,6 +29,76 @@ if TYPE_CHECKING:
 
 NAMESPACE = "DynamoDBCapacity"
 
+LOG = "the scaler function's log group"
+"""Where a scaler's alarm sends its on-call engineer first."""
+
+
+def worst(metric_name: str, events: str) -> str:
+    """Where to look first for an alarm on the worst table of the deployment: the metric
+    by ``TableName`` that names the table, then ``events`` of the scaler's log."""
+    return (
+        f"the {metric_name} metric by TableName (namespace {NAMESPACE}) for which table, "
+        f"then {events} in {LOG}"
+    )
+
+
+FINDINGS: dict[str, tuple[str, str, str, str, str]] = {
+    "BadTargets": (
+        "BadTargets",
+        "targets with min > max, worst table",
+        "A managed table has a scalable target whose minimum is above its maximum; the scaler "
+        "holds that dimension until the target is fixed",
+        "the target-held warnings (target_min, target_max)",
+        "set a consistent range: redeploy the stack that owns the target, or "
+        "register-scalable-target with a minimum no higher than the maximum",
+    ),
+    "RefusedTags": (
+        "RefusedTags",
+        "tags refused, worst table",
+        "A managed table has a min or max tag the scaler does not obey: it would lower a "
+        "limit below what the dimension consumes at its target utilization, or put its min "
+        "above its max (one refused while the consumption is not known is only logged, not "
+        "counted)",
+        "the tag-refused warnings (key, value, consumed, needs, reason)",
+        "correct or remove the tag (CloudTrail TagResource: who wrote it); reserve the "
+        "library's tag keys if nobody meant to",
+    ),
+    "IgnoredTags": (
+        "IgnoredTags",
+        "tags and stored items ignored, worst table",
+        "A managed table has a library tag the scaler ignores (malformed, or out of bounds: "
+        "the defaults stand for it), or an item in the state store it ignores (a hold, a plan "
+        "or a base no writer of the library could have written)",
+        "the tag-ignored, plan-ignored, base-unread and holds-dropped warnings",
+        "correct or remove the tag; for a store item, find what else writes the state store; "
+        "for a base, set the dimension's minimum back by hand (register-scalable-target "
+        "--min-capacity)",
+    ),
+    "TargetNotOwned": (
+        "TargetsNotOwned",
+        "target values not owned, worst table",
+        "A managed table's dimension has no target-tracking policy the scaler can write back "
+        "whole (a predefined metric and nothing else): the autopilot does not own its target "
+        "value, nor does nightly tuning reach it",
+        "the target-not-owned warnings (dimension, reason)",
+        "give the dimension a target-tracking policy on DynamoDB's predefined utilization "
+        "metric, or leave the table out of own_target",
+    ),
+    "PlansNotKept": (
+        "PlansNotKept",
+        "plans not kept, worst table",
+        "The autopilot's forecast plans for a managed table's dimension could not be kept in "
+        "the state store: a capacity request, a restore or a surge held the dimension's lease "
+        "at its forecast tick. The dimension reacts alone until the next hour's forecast",
+        "the plans-not-kept warnings (table, not_kept)",
+        "nothing for once; if the same table recurs hour after hour, find what holds its "
+        "lease at that minute",
+    ),
+}
+"""The alarms on the worst table's count of a tick (`ScalerAlarms.per_table`), by id: its
+metric, the metric's label, what happened, the events of the scaler's log to look at once
+the metric by ``TableName`` named the table, what to do first."""
+
 
 class ScalerAlarms:
     """The scaler's alarms (`ThrottleAwareScaler.alarms`), in ``alarm_set``: those of the
@@ -67,7 +137,9 @@ class ScalerAlarms:
             ("throttled_for", o._throttled_for),
         ):
             duration_prop(o._where, name, duration, ONE_MINUTE)
-        self.alarm_set = AlarmSet(o, o._where, o.alarm_topic, o._alarm_options)
+        self.alarm_set = AlarmSet(
+            o, o._where, o.alarm_topic, o._alarm_options, "ThrottleAwareScaler"
+        )
         self._function()
         self._batches()
         self._tick_findings()
@@ -80,10 +152,25 @@ class ScalerAlarms:
     def _function(self) -> None:
         """The function failed, its ticks were dropped, or it has not run for 3 ticks."""
         o = self._owner
-        tick, add = o._tick, self.alarm_set.add
+        add = self.alarm_set.add
         add(
             "Errors",
-            AlarmSpec(o.function.metric_errors(period=tick), says("The capacity scaler failed")),
+            AlarmSpec(
+                o.function.metric_errors(period=o._tick),
+                says(
+                    "The capacity scaler failed: a table or a shared AWS call failed in a "
+                    "tick, or the function could not start it"
+                ),
+                look=(
+                    f"the tick-done summary, table-failed and shared-call-failed events in {LOG} "
+                    f"(the Failures metric by TableName, namespace {NAMESPACE}, names the table)"
+                ),
+                do=(
+                    "fix the reason logged (AccessDenied: tag the table's scalable targets; a "
+                    "table that does not exist: remove it from tables; a bad override: fix "
+                    "it); throttled AWS calls pass by themselves"
+                ),
+            ),
         )
         add(
             "DeadLetters",
@@ -91,14 +178,39 @@ class ScalerAlarms:
                 o.dead_letter_queue.metric_approximate_number_of_messages_visible(
                     period=Duration.minutes(5)
                 ),
-                says("Scaler ticks were dropped"),
+                says(
+                    "Scaler ticks were dropped: EventBridge could not invoke the scaler "
+                    "function, or an invocation failed (a message is on its dead-letter queue)"
+                ),
+                look=(
+                    "the error attributes of the messages on the scaler's dead-letter queue, "
+                    "the function's Throttles metric, and whether the Errors alarm fired too"
+                ),
+                do=(
+                    "fix the cause, then purge the queue (nothing needs replaying: every tick "
+                    "reads everything afresh)"
+                ),
             ),
         )
-        add(
+        self._not_running()
+
+    def _not_running(self) -> None:
+        """No invocation of the function in 3 ticks (no data breaches)."""
+        o = self._owner
+        self.alarm_set.add(
             "NotRunning",
             AlarmSpec(
-                o.function.metric_invocations(period=Duration.seconds(tick.to_seconds() * 3)),
+                o.function.metric_invocations(period=Duration.seconds(o._tick.to_seconds() * 3)),
                 says("The capacity scaler has not run for 3 ticks"),
+                look=(
+                    "the scaler's EventBridge schedule rule (enabled?) and its function "
+                    "(deleted, reserved concurrency 0, throttled); CloudTrail DisableRule, "
+                    "PutFunctionConcurrency, DeleteFunction"
+                ),
+                do=(
+                    "re-enable the rule or redeploy the stack; meanwhile the tables stay under "
+                    "stock target tracking"
+                ),
                 comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
                 missing=cloudwatch.TreatMissingData.BREACHING,
             ),
@@ -115,6 +227,15 @@ class ScalerAlarms:
             AlarmSpec(
                 o.batches.function.metric_errors(period=o._tick),
                 says("A batch of the capacity scaler's sharded tick failed"),
+                look=(
+                    "batch-refused, batch-late, table-failed and shared-call-failed events in "
+                    "the batch function's log group"
+                ),
+                do=(
+                    "fix the reason logged, as for the Errors alarm; a refused batch was not "
+                    "the scaler's: find its sender (CloudTrail SendMessage), then purge the "
+                    "dead letters"
+                ),
             ),
         )
         self.alarm_set.add(
@@ -125,8 +246,13 @@ class ScalerAlarms:
                 ),
                 says(
                     "A batch of the capacity scaler's sharded tick waited on its queue past "
-                    "its tick and the function's timeout: raise batch_concurrency"
+                    "its tick and the function's timeout: its tables wait"
                 ),
+                look=(
+                    "the batch function's Duration and Throttles metrics against the tick, and "
+                    "TablesFound of the scheduled invocation (the fleet grew)"
+                ),
+                do="raise batch_concurrency, or lower tables_per_batch",
                 # a failed batch stays in flight for the function's timeout before it goes
                 # to the dead-letter queue: only older than that is a batch waiting
                 threshold=o._tick.to_seconds() + o._function_config.timeout.to_seconds(),
@@ -134,51 +260,25 @@ class ScalerAlarms:
         )
 
     def _tick_findings(self) -> None:
-        """A tick found a target it holds, or a tag it does not obey."""
-        self.alarm_set.add(
-            "BadTargets",
-            AlarmSpec(
-                self.per_table("BadTargets", "targets with min > max, worst table"),
-                says(
-                    "A managed table has a scalable target whose minimum is above its maximum; "
-                    "the scaler holds that dimension until the target is fixed"
-                ),
-            ),
-        )
-        self.alarm_set.add(
-            "RefusedTags",
-            AlarmSpec(
-                self.per_table("RefusedTags", "tags refused, worst table"),
-                says(
-                    "A managed table has a min or max tag that would lower a limit below what "
-                    "the table consumes (or while that is not known); the scaler does not obey it"
-                ),
-            ),
-        )
-        self.alarm_set.add(
-            "IgnoredTags",
-            AlarmSpec(
-                self.per_table("IgnoredTags", "tags and stored items ignored, worst table"),
-                says(
-                    "A managed table has a library tag the scaler ignores (malformed, or out "
-                    "of bounds: the defaults stand for it), or an item in the state store it "
-                    "ignores (a hold, a plan or a base no writer of the library could have "
-                    "written)"
-                ),
-            ),
-        )
+        """A tick found a target it holds, a tag it does not obey or ignores, or (with
+        ``own_target``) a target value it cannot own."""
+        for alarm_id in ("BadTargets", "RefusedTags", "IgnoredTags"):
+            self._finding(alarm_id)
         if self._owner._own_target:
-            self.alarm_set.add(
-                "TargetNotOwned",
-                AlarmSpec(
-                    self.per_table("TargetsNotOwned", "target values not owned, worst table"),
-                    says(
-                        "A managed table's dimension has no target-tracking policy the scaler "
-                        "can write back whole (a predefined metric and nothing else): the "
-                        "autopilot does not own its target value, nor does nightly tuning reach it"
-                    ),
-                ),
-            )
+            self._finding("TargetNotOwned")
+
+    def _finding(self, alarm_id: str) -> None:
+        """The alarm ``alarm_id`` of `FINDINGS`: the worst table's count in a tick."""
+        metric_name, label, what, events, do = FINDINGS[alarm_id]
+        self.alarm_set.add(
+            alarm_id,
+            AlarmSpec(
+                self.per_table(metric_name, label),
+                says(what),
+                look=worst(metric_name, events),
+                do=do,
+            ),
+        )
 
     def _store(self) -> None:
         """The tick found an item in the scaler's own state store that no writer of the
@@ -198,29 +298,26 @@ class ScalerAlarms:
                 ),
                 says(
                     "The scaler's state store held an item no writer of the library could "
-                    "have written: a dimension's stored base, replaced by the level it had "
-                    "(base-replaced), or a lease, taken over (lease-taken-over)"
+                    "have written: a dimension's stored base, replaced by the level it had, "
+                    "or a lease, taken over"
                 ),
+                look=(
+                    f"the base-replaced warnings (table, item, base recorded) and "
+                    f"lease-taken-over errors in {LOG}"
+                ),
+                do=(
+                    "for a base, set the dimension's minimum back to its configured value "
+                    "(register-scalable-target --min-capacity); for a lease, find what else "
+                    "writes the state store"
+                ),
+                runbook="Holds dropped, the scaler's (HoldsDroppedAlarm)",
             ),
         )
 
     def _plans(self) -> None:
         """The autopilot's plans of a tick that the state store could not keep (made only
         when the scaler keeps plans: autopilot, not a dry run)."""
-        self.alarm_set.add(
-            "PlansNotKept",
-            AlarmSpec(
-                self.per_table("PlansNotKept", "plans not kept, worst table"),
-                says(
-                    "The autopilot's forecast plans for a managed table's dimension could "
-                    "not be kept in the state store: a capacity request, a restore or a "
-                    "surge held the dimension's lease at its forecast tick (the "
-                    "plans-not-kept log event names the table). The dimension reacts alone "
-                    "until the next hour's forecast; if the same table recurs hour after "
-                    "hour, find what holds its lease"
-                ),
-            ),
-        )
+        self._finding("PlansNotKept")
 
     def _ticks(self, periods: int) -> str:
         """``periods`` ticks, in words."""
@@ -239,6 +336,14 @@ class ScalerAlarms:
                     "A managed table has sat at its max for "
                     + (given if n == periods else self._ticks(n))
                 ),
+                look=worst(
+                    "CapacityAtMax",
+                    "its consumed capacity and throttle events, and the decision events",
+                ),
+                do=(
+                    "if the load is real, raise the max (up to the table quota) and deploy; "
+                    "if not (a runaway job, a retry storm), find its source"
+                ),
                 evaluation_periods=periods,
                 window_prop="pinned_at_max_for",
             ),
@@ -256,8 +361,16 @@ class ScalerAlarms:
                     f"A managed table has been UPDATING, or its raises left for the next "
                     f"tick (retry-next-tick: another update in flight, its capacity moved), "
                     f"for {n} ticks in a row ({self._ticks(n)}): the scaler could not raise "
-                    "it. Find what keeps updating it (describe-table, CloudTrail UpdateTable; "
-                    "the raise-retried log events)"
+                    "it"
+                ),
+                look=worst(
+                    "Updating",
+                    "the raise-retried warnings (error says why); describe-table (TableStatus, "
+                    "IndexStatus)",
+                ),
+                do=(
+                    "wait if the update is expected (a GSI backfill); else find what keeps "
+                    "updating it (CloudTrail UpdateTable, RegisterScalableTarget)"
                 ),
                 evaluation_periods=updating_ticks,
                 window_prop="updating_for_ticks",
@@ -299,12 +412,17 @@ class ScalerAlarms:
             AlarmSpec(
                 found,
                 lambda n: (
-                    f"A hot key has throttled this table (or a GSI of it) for "
-                    f"{self._ticks(n)}: key-range throttles, which more capacity cannot fix and "
-                    "the scaler does not raise for. Enable CloudWatch Contributor Insights on it "
-                    "in throttled-keys mode (ContributorInsightsMode THROTTLED_KEYS) to see which "
-                    "keys, then spread their traffic (docs: Hot keys)"
+                    f"A hot key has throttled this table (the alarm's TableName) or a GSI of "
+                    f"it for {self._ticks(n)}: key-range throttles, which more capacity cannot "
+                    "fix and the scaler does not raise for"
                 ),
+                look=(
+                    f"the hot-key events (index, dimension, events) in {LOG}; CloudWatch "
+                    "Contributor Insights on the table in throttled-keys mode "
+                    "(ContributorInsightsMode THROTTLED_KEYS) names the keys"
+                ),
+                do="spread, shard or cache the hot key's traffic; raising the max does not help",
+                runbook="Hot key (HotKey<table>)",
                 evaluation_periods=o._hot_key_ticks,
                 window_prop="hot_key_for",
                 every_period=True,
@@ -338,7 +456,21 @@ class ScalerAlarms:
             "SustainedThrottling",
             AlarmSpec(
                 found,
-                says(f"Sustained {dim} throttling{'' if index is None else ' on index ' + index}"),
+                lambda n: (
+                    f"Sustained {dim} throttling of this table (the alarm's TableName)"
+                    f"{'' if index is None else ', index ' + index}: throttle events in "
+                    f"each of {n} minutes in a row, despite the scaler"
+                ),
+                look=(
+                    f"the PinnedAtMax alarm (at its max?), then the decision events of the "
+                    f"table's {dim} dimension in {LOG} (status quota-exceeded, "
+                    "retry-next-tick, held, error), and the HotKey alarm"
+                ),
+                do=(
+                    "raise the max if it is at it; spread a hot key; ask for capacity before "
+                    "work that knows when it starts (capacity requests)"
+                ),
+                runbook="Throttled (Throttled<table>[-<index>]-<read|write>)",
                 evaluation_periods=minutes,
                 window_prop="throttled_for",
                 every_period=True,

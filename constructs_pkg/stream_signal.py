@@ -54,13 +54,31 @@ READER_MEMORY_MB = 256
 LAG_ALARM_SECONDS = 30
 """The ``StreamLagAlarm`` fires when the records reach the reader this late."""
 _NONE = Duration.seconds(0)
+READER_LOG = "the stream reader function's log group"
+"""Where the stream reader's alarms send their on-call engineer first."""
 STREAM_COUNT_ALARMS = {
-    "StreamFailed": "The stream reader could not count a table's records (its log's "
-    "stream-failed lines say why)",
-    "StreamRecordsMalformed": "The stream reader met records that break its bounds",
-    "StreamRecordsNotServed": "The stream reader got records of a table it does not serve",
+    "StreamFailed": (
+        "The stream reader could not count a table's records, or one dimension's: the batch "
+        "went by its own units alone (nothing is lowered)",
+        f"the stream-failed events in {READER_LOG} (table, index, reason)",
+        "as the reason says (AccessDenied, throttling, the state store missing)",
+    ),
+    "StreamRecordsMalformed": (
+        "The stream reader met records that break its bounds (Lambda's event source mapping "
+        "never sends one: something else invokes it)",
+        f"the stream-refused and stream-records-malformed events in {READER_LOG}; CloudTrail "
+        "Invoke of the function",
+        "find what invokes the reader besides its event source mappings",
+    ),
+    "StreamRecordsNotServed": (
+        "The stream reader got records of a table it does not serve (nothing was raised)",
+        f"the stream-refused events in {READER_LOG} name the table; aws lambda "
+        "list-event-source-mappings --function-name <reader function>",
+        "remove the extra event source mapping, or serve the table",
+    ),
 }
-"""The reader's EMF counts that alarm at any value (each its alarm's id and metric name)."""
+"""The reader's EMF counts that alarm at any value (each its alarm's id and metric name):
+what happened, where to look first, what to do first."""
 STREAM_COUNTS = (
     *STREAM_COUNT_ALARMS,
     "StreamTtlDeletions",
@@ -284,10 +302,12 @@ class StreamReader(Construct):
             AlarmSpec(
                 self.function.metric_errors(period=Duration.minutes(5)),
                 says("The capacity stream reader (fast path) failed"),
+                look=f"the error in {READER_LOG}; its Duration against its timeout",
+                do="fix what the error names (redeploy the stack for a configuration error)",
             ),
         )
-        for alarm_id, description in STREAM_COUNT_ALARMS.items():
-            alarms.add(alarm_id, AlarmSpec(self._count(alarm_id), says(description)))
+        for alarm_id, (what, look, do) in STREAM_COUNT_ALARMS.items():
+            alarms.add(alarm_id, AlarmSpec(self._count(alarm_id), says(what), look=look, do=do))
         alarms.add(
             "StreamLag",
             AlarmSpec(
@@ -299,6 +319,11 @@ class StreamReader(Construct):
                     f"more after their writes, {periods} minutes running: the stream signal "
                     "is late"
                 ),
+                look=(
+                    "the stream reader's Duration, Errors and Throttles metrics, and the "
+                    "account's concurrency"
+                ),
+                do="give the account's functions room, or a larger batching_window",
                 threshold=LAG_ALARM_SECONDS * 1000,
                 evaluation_periods=3,
             ),

@@ -41,6 +41,7 @@ from .lazy import lazy_json, lazy_list, lazy_string
 from .props import bool_prop
 from .runtime import advisor_code, runtime_function
 from .scaler import ThrottleAwareScaler
+from .scaler_alarms import worst
 from .scheduled_function import (
     _configure_failed_runs,
     _dead_letter_queue,
@@ -59,6 +60,45 @@ FUNCTION_DEFAULTS = {"Tuner": FunctionDefaults(256, Duration.minutes(15), Durati
 a GetItem and an UpdateItem each), so about 3,000 owned tables a run."""
 ALARM_IDS = ("Changed", "DeadLetters", "Failures", "TablesFailed", "Unreadable", "Refused")
 """The alarms, by stable id (``alarm_options``, ``alarms``)."""
+
+
+TUNING_LOG = "the tuning function's log group"
+"""Where the nightly tuning's alarms send their on-call engineer first."""
+TUNING_COUNT_ALARMS: tuple[tuple[str, str, str, str, str], ...] = (
+    (
+        "Changed",
+        "TargetsChanged",
+        "The nightly tuning changed a target value",
+        f"the target-tuned events in {TUNING_LOG} (table, dimension, old, new, why, run id)",
+        "nothing if you allow the change; else narrow allowed_targets or max_step",
+    ),
+    (
+        "Failures",
+        "Failures",
+        "The nightly tuning applied nothing: no fresh fleet report, or its settings "
+        "could not be read",
+        f"the no-fresh-run and tuning-failed events in {TUNING_LOG}; the FleetAdvisor's alarms",
+        "fix the advisor's run; nothing was changed",
+    ),
+    (
+        "TablesFailed",
+        "TablesFailed",
+        "A table could not be tuned (the state store, S3)",
+        f"the table-not-tuned events in {TUNING_LOG}",
+        "as the error says; the other tables were tuned",
+    ),
+    (
+        "Unreadable",
+        "Unreadable",
+        "A table's recommendation, or a tuned value in the state store, could not be "
+        "read: nothing changed for that table, or the value was replaced",
+        f"the recommendation-unreadable and tuned-value-unreadable events in {TUNING_LOG}",
+        "find who wrote it: only the advisor's worker writes its bucket, only the "
+        "tuning writes tuned values",
+    ),
+)
+"""The tuning's alarms on its EMF counts in 5 minutes: id, metric, what happened, where to
+look first, what to do first."""
 
 
 class NightlyTuning(Construct):
@@ -146,7 +186,7 @@ class NightlyTuning(Construct):
         for key, value in tuned.to_env(TUNED_SETTINGS).items():
             scaler.add_environment(key, value)
         self.alarm_topic = chosen_alarm_topic(self, self._where, alarm_topic, topic)
-        alarm_set = AlarmSet(self, self._where, self.alarm_topic, alarm_options)
+        alarm_set = AlarmSet(self, self._where, self.alarm_topic, alarm_options, "NightlyTuning")
         self._render_alarms(alarm_set)
         self.alarms = alarm_set.alarms
         """The alarms by stable id (read-only); one turned off is absent."""
@@ -258,37 +298,17 @@ class NightlyTuning(Construct):
                 self.dead_letter_queue.metric_approximate_number_of_messages_visible(
                     period=period, statistic="Maximum"
                 ),
-                says("A scheduled run of the nightly tuning failed: see its log."),
+                says("A scheduled run of the nightly tuning failed"),
+                look=f"{TUNING_LOG} and the tuning's dead-letter queue",
+                do="fix the cause; the next night runs again",
             ),
         )
-        for name, metric_name, description in (
-            (
-                "Changed",
-                "TargetsChanged",
-                "The nightly tuning changed a target value: see "
-                "its log's target-tuned events (table, dimension, old, new, why, run id).",
-            ),
-            (
-                "Failures",
-                "Failures",
-                "The nightly tuning did not run: no fresh fleet report, "
-                "or its settings; see its log.",
-            ),
-            (
-                "TablesFailed",
-                "TablesFailed",
-                "A table could not be tuned (the state store, "
-                "S3): see its log's table-not-tuned events.",
-            ),
-            (
-                "Unreadable",
-                "Unreadable",
-                "A table's recommendation could not be read: "
-                "nothing changed; see its log's recommendation-unreadable events.",
-            ),
-        ):
+        for name, metric_name, what, look, do in TUNING_COUNT_ALARMS:
             alarm_set.add(
-                name, AlarmSpec(metric(NAMESPACE, metric_name, period=period), says(description))
+                name,
+                AlarmSpec(
+                    metric(NAMESPACE, metric_name, period=period), says(what), look=look, do=do
+                ),
             )
         refused = self.scaler._alarm_parts.per_table(
             "RefusedTunedTargets", "tuned values refused, worst table"
@@ -299,8 +319,10 @@ class NightlyTuning(Construct):
                 refused,
                 says(
                     "The scaler refused a tuned target value outside allowed_targets and aims "
-                    "at the configured one: see its log's tuned-target-refused events."
+                    "at the configured one"
                 ),
+                look=worst("RefusedTunedTargets", "the tuned-target-refused warnings"),
+                do="nothing if you narrowed allowed_targets; else find who wrote the item",
             ),
         )
 
