@@ -712,6 +712,11 @@ def test_the_guides_app_synthesizes_as_it_says(tmp_path: Path) -> None:
     template.has_resource_properties(
         "AWS::CloudWatch::Alarm", {"MetricName": "Refused", "Threshold": 10, "Period": 3600}
     )
+    # AND the scaler's errors alarm ends with the team's runbook, after the library's text
+    errors = [a for a in alarms if a["AlarmDescription"].startswith("The capacity scaler failed")]
+    assert [a["AlarmDescription"].split(" in docs/operations/alarms.md. ")[1] for a in errors] == [
+        "Team runbook: https://wiki.example.com/ddb-capacity"
+    ]
     # AND the functions as their options say
     restorers = template.find_resources(
         "AWS::Lambda::Function",

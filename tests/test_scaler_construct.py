@@ -737,7 +737,9 @@ def test_alarm_windows_between_two_periods_are_rounded_up_to_whole_periods(
     pinned = _per_table_alarm(template, "PinnedAtMaxAlarm")
     # THEN the pinned alarm watches 3 ticks (6 minutes), never less than asked for
     assert pinned["EvaluationPeriods"] == 3
-    assert pinned["AlarmDescription"] == "A managed table has sat at its max for 5 minutes"
+    assert pinned["AlarmDescription"].startswith(
+        "A managed table has sat at its max for 5 minutes. Look first:"
+    )
     # AND each throttling alarm 2 periods of a minute, every one throttled
     alarms = template.find_resources("AWS::CloudWatch::Alarm")
     throttled = [a["Properties"] for k, a in alarms.items() if k.startswith("ScalerThrottled")]
