@@ -10,7 +10,6 @@ series of its own deployment of those that are not per table.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +26,7 @@ from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 from ddb_capacity_runtime.core.validators import is_number
 from ddb_capacity_runtime.events import STORE_DIMENSION
 
-from .props import MetricProps, bool_prop, is_token, whole_prop
+from .props import MetricProps, bool_prop, did_you_mean, is_token, whole_prop
 
 __all__ = ["AlarmOptions", "AlarmSet", "AlarmSpec", "checked_alarm_options", "emf_metric"]
 
@@ -90,10 +89,9 @@ def checked_alarm_options(
     for alarm_id, option in options.items():
         name = f"alarm_options[{alarm_id!r}]"
         if alarm_id not in known:
-            near = difflib.get_close_matches(str(alarm_id), known, n=1)
             raise CapacityConfigError(
                 f"{where}: alarm_options: unknown alarm id {shown(alarm_id)}"
-                + (f" (did you mean {near[0]!r}?)" if near else "")
+                + did_you_mean(alarm_id, known)
                 + f"; expected one of: {', '.join(known)}"
             )
         if not isinstance(option, AlarmOptions):

@@ -71,8 +71,9 @@ WORST_TABLE_METRICS = frozenset(
     | {"RefusedTunedTargets", "IgnoredTags", "PlansNotKept"}
 )
 """The scaler's per-table metrics its alarms (and nightly tuning's) watch: each table's record
-publishes them with no dimension too, where a period's Maximum is the worst table's. An alarm
-cannot watch a SEARCH over the tables' metrics (it returns many series)."""
+publishes them for the scaler's deployment too (dimension ``StateStore``), where a period's
+Maximum is the worst table's. An alarm cannot watch a SEARCH over the tables' metrics (it
+returns many series)."""
 
 
 NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")

@@ -322,12 +322,27 @@ def surge_dimension(
     return row
 
 
+OWN_UPDATE_S = 600
+"""How long after a dimension's last surge raise its table being updated is taken for that
+raise's own update (or the next one's, in a burst still growing), not for a table that
+stays so: DynamoDB applies an increase within minutes."""
+
+
+def _stuck(first: Seen, now: float) -> bool:
+    """Whether ``first``'s table, found being updated, may be stuck (``HoldsBusy``): its
+    surge last raised it `OWN_UPDATE_S` ago or more (or never), so the update under way is
+    not that raise's."""
+    raised = first.mark.raised
+    return raised is None or now - raised >= OWN_UPDATE_S
+
+
 def _deferred(row: Mapping[str, Any]) -> None:
-    """A surge deferred, logged: because its table (or index) is being updated (``busy``),
-    also counted as ``HoldsBusy`` and logged ``surge-busy`` (a warning): once is usual (its
-    own raise, or another, under way), a throttled table that stays so is not, and the
-    alarm on holds whose table stays not ACTIVE (``HoldsBusy``) covers it; else
-    ``surge-deferred`` (a busy lease, its share of the time spent)."""
+    """A surge deferred, logged: because its table (or index) is being updated while its
+    last raise is `OWN_UPDATE_S` old or more (``busy``: `_stuck`), also counted as
+    ``HoldsBusy`` and logged ``surge-busy`` (a warning): a throttled table that stays so,
+    which the alarm on holds whose table stays not ACTIVE (``HoldsBusy``) covers; else
+    ``surge-deferred`` (its own raise's update under way, a busy lease, its share of the
+    time spent)."""
     if row.get("busy"):
         count("HoldsBusy")
         log_event("surge-busy", level=logging.WARNING, **row)
@@ -508,7 +523,7 @@ def _apply(
     if status != "ACTIVE" and not renewal:
         busy = f"table {table}: busy (status {status})"
         if ours:
-            return {"status": "deferred", "reason": busy, "busy": True}
+            return {"status": "deferred", "reason": busy, "busy": _stuck(first, ctx.clock())}
         raise CapacityRequestTimeout(busy)
     with ExitStack() as held:
         # A renewal tries the lease once, a raise waits a little: whoever holds it is
@@ -534,7 +549,11 @@ def _apply(
             return _raise(ctx, store, lease, first, state, settings)
         except CapacityRequestTimeout as exc:  # the table or index is being updated
             if ours:
-                return {"status": "deferred", "reason": str(exc), "busy": True}
+                return {
+                    "status": "deferred",
+                    "reason": str(exc),
+                    "busy": _stuck(first, ctx.clock()),
+                }
             raise
 
 
@@ -656,7 +675,7 @@ def _act(
     row = {"to": plan.applied, "changes": done, "within_warm": dim.within_warm(plan.applied)}
     if step is True:  # recorded; the table's own update waits for the one under way
         busy = "another update of the table is under way"
-        return {**row, "status": "deferred", "reason": busy, "busy": True}
+        return {**row, "status": "deferred", "reason": busy, "busy": _stuck(first, ctx.clock())}
     return {**row, "status": "applied" if raised else "renewed"}
 
 
