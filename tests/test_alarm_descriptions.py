@@ -187,6 +187,7 @@ def test_a_description_suffix_is_appended_to_the_librarys_description() -> None:
         (cdk.Fn.ref("AWS::StackName"), "expected plain text that is not blank (not a token"),
         ("x" * DESCRIPTION_LIMIT, "description_suffix: got 1024 characters; expected at most"),
     ],
+    ids=["a number", "blank", "a token", "too long"],  # a token's text differs run to run
 )
 def test_a_description_suffix_that_cannot_be_appended_is_refused(suffix: Any, message: str) -> None:
     with pytest.raises(CapacityConfigError, match=re.escape(message)):
