@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from benchmarks.stock_rivals import cheapest_within
 from ddb_capacity_tools.cli import main
 from ddb_capacity_tools.simulator.candidates import STOCK
@@ -58,13 +60,18 @@ def test_the_readmes_spike_figures_are_the_simulators() -> None:
     said.append(f"refuses nothing, {cheapest}, costs {one[cheapest][1] / base:.2f}x")
     od_refused, od_cost = one["on-demand"]
     said.append(f"on-demand refuses {od_refused / 1e6:.1f} M units")
-    said.append(f"at {od_cost / base:.2f}x. Over eight plausible model settings")
+    said.append(f"at {od_cost / base:.2f}x. The default model lands an UpdateTable in a minute")
     assert len(doc["ensemble"]["settings"]) == 8
     m_refused, m_cost = median["autopilot+stock:80"]
     s_refused, s_cost = median["stock:70"]
     said.append(
         f"its median refuses {m_refused / 1e6:.1f} M units to stock:70's "
         f"{s_refused / 1e6:.1f} M, at {m_cost / s_cost:.2f}x"
+    )
+    worst = totals(doc["ensemble"]["policies"], "max")
+    said.append(
+        f"and its worst {worst['autopilot+stock:80'][0] / 1e6:.1f} M to stock:70's "
+        f"{worst['stock:70'][0] / 1e6:.1f} M"
     )
     missing = [s for s in said if s not in readme]
     assert missing == [], missing
@@ -90,3 +97,20 @@ def test_the_readmes_spike_figures_without_a_signal_are_the_simulators() -> None
         assert "refuses what stock:70 refuses" not in readme, (same, stock)
     assert more > stock
     assert f"`autopilot+stock:80` more ({more / 1e6:.1f} M)" in readme
+
+
+@pytest.mark.parametrize("minutes", [3, 5])
+def test_the_readmes_spike_figures_with_a_slower_update_are_the_simulators(minutes: int) -> None:
+    """The spike with the stream as a signal, an UpdateTable taking ``minutes``: what the
+    README says the headline becomes when an update takes as long as AWS says it may."""
+    argv = ["simulate", "--scenario", "spike", "--stream-seconds", "2"]
+    argv += ["--update-minutes", str(minutes), "--json", "--quiet", "--workers", "1"]
+    argv += [a for p in ("stock:50", "stock:70", "autopilot+stock:80") for a in ("--policy", p)]
+    out, err = io.StringIO(), io.StringIO()
+    assert main(argv, out, err) == 0, err.getvalue()
+    one = totals(json.loads(out.getvalue())["policies"])
+    ours, stock50 = one["autopilot+stock:80"][0], one["stock:50"][0]
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    said = f"{ours / 1e6:.2f} M units to stock:50's {stock50 / 1e6:.2f} M"
+    assert said in readme, said
+    assert f"at {one['autopilot+stock:80'][1] / one['stock:70'][1]:.2f}x stock:70's cost" in readme
