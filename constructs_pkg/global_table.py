@@ -132,6 +132,7 @@ class GlobalTableCapacity(Construct):
         self._where = f"GlobalTableCapacity {self.node.path}"
         self.table_quota = check_table_quota(self._where, table_quota)
         self.table = _checked_table(self._where, table)
+        _managed_once(self, table)
         self._spec = _spec_of(self._where, table)
         self._warm(high_water_mark, dict(index_high_water_marks or {}))
         provider = self._provider = self._provider_of(function_options, alarm_topic, alarm_options)
@@ -443,6 +444,22 @@ def _checked_table(where: str, table: object) -> dynamodb.TableV2:
             "(billing=Billing.provisioned(...))"
         )
     return table
+
+
+def _managed_once(capacity: GlobalTableCapacity, table: dynamodb.TableV2) -> None:
+    """No other GlobalTableCapacity of the app manages ``table``: two would each set its
+    warm throughput (the later one's kept) and schedule actions on the same targets."""
+    for other in capacity.node.root.node.find_all():
+        if (
+            isinstance(other, GlobalTableCapacity)
+            and other is not capacity
+            and getattr(other, "table", None) is table
+        ):
+            raise CapacityConfigError(
+                f"{capacity._where}: global table {table.node.path} is managed already by "
+                f"{other._where}; a table takes one GlobalTableCapacity: give all of its "
+                "high-water marks and schedules there, and remove this one"
+            )
 
 
 def _spec_of(where: str, table: dynamodb.TableV2) -> _Spec:

@@ -16,6 +16,8 @@ from constructs_pkg import (
     Capacity,
     CapacityConfigError,
     CapacityRequests,
+    GlobalTableCapacity,
+    HighWaterMark,
     ProvisionedTable,
     ScheduleEntry,
     ScheduleError,
@@ -77,6 +79,27 @@ def test_adopting_a_table_twice_names_both_constructs(stack: cdk.Stack) -> None:
         "TableCapacity Test/Second: table Test/Plain is managed already by TableCapacity "
         "Test/First; a table takes one TableCapacity (a ProvisionedTable is one): give all "
         "of its capacity there, and remove this one"
+    )
+
+
+def test_a_global_table_takes_one_global_table_capacity(stack: cdk.Stack) -> None:
+    # GIVEN a provisioned TableV2 with a GlobalTableCapacity
+    scaled = dynamodb.Capacity.autoscaled(max_capacity=100)
+    table = dynamodb.TableV2(
+        stack,
+        "Global",
+        partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+        billing=dynamodb.Billing.provisioned(read_capacity=scaled, write_capacity=scaled),
+    )
+    GlobalTableCapacity(stack, "First", table=table, high_water_mark=HighWaterMark(read=500))
+    # WHEN a second one is given the same table (its warm throughput would replace the
+    # first's, and both would schedule the same targets) THEN it is refused, naming both
+    with pytest.raises(CapacityConfigError) as caught:
+        GlobalTableCapacity(stack, "Second", table=table, high_water_mark=HighWaterMark(read=900))
+    assert str(caught.value) == (
+        "GlobalTableCapacity Test/Second: global table Test/Global is managed already by "
+        "GlobalTableCapacity Test/First; a table takes one GlobalTableCapacity: give all of "
+        "its high-water marks and schedules there, and remove this one"
     )
 
 
