@@ -19,7 +19,7 @@ from ddb_capacity_runtime.core.names import DEFAULT_TABLE_QUOTA as DEFAULT_TABLE
 from ddb_capacity_runtime.core.names import MAX_TABLE_QUOTA as MAX_TABLE_QUOTA
 from ddb_capacity_runtime.core.validators import is_number, is_whole
 
-from .props import bool_prop, duration_prop, is_token
+from .props import bool_prop, duration_prop, is_token, known_at_synth
 
 TARGET_UTILIZATION_RANGE = (20, 90)
 """Application Auto Scaling's range for DynamoDB target utilization, in percent."""
@@ -53,8 +53,15 @@ NO_FLOOR = Duration.seconds(0)
 
 def check_table_quota(where: str, table_quota: Any) -> int:
     """``table_quota`` checked (a whole number of capacity units from 1 to
-    `MAX_TABLE_QUOTA`; a token is taken as given); returns it."""
-    if not is_token(table_quota) and not is_whole(table_quota, 1, MAX_TABLE_QUOTA):
+    `MAX_TABLE_QUOTA`, known when the app is built); returns it."""
+    known_at_synth(
+        where,
+        "table_quota",
+        table_quota,
+        "capacities are checked against it and the functions are configured with it",
+        f"a whole number from 1 to {MAX_TABLE_QUOTA:,}",
+    )
+    if not is_whole(table_quota, 1, MAX_TABLE_QUOTA):
         raise CapacityConfigError(
             f"{where}: table_quota must be a whole number of capacity units from 1 to "
             f"{MAX_TABLE_QUOTA:,} (the account's per-table quota; DynamoDB's default is "
@@ -145,23 +152,28 @@ class Capacity:
                     f"quota is higher"
                 )
         target = self.target_utilization_percent
-        if not is_token(target):
-            if not is_number(target):
-                raise CapacityConfigError(
-                    f"{where}: target_utilization_percent must be a number from {lo} to "
-                    f"{hi}; got {target!r}"
-                )
-            if not lo <= target <= hi:
-                raise CapacityConfigError(
-                    f"{where}: target_utilization_percent must be from {lo} to {hi} (%); "
-                    f"got {target}"
-                )
-            if not _is_whole(target):
-                raise CapacityConfigError(
-                    f"{where}: target_utilization_percent must be a whole number from {lo} to "
-                    f"{hi} (%); got {target}: the fleet report, tune and the nightly tuning "
-                    "read and set whole percents"
-                )
+        known_at_synth(
+            where,
+            "target_utilization_percent",
+            target,
+            "aws-cdk-lib checks it when the target tracking policy is made",
+            f"a whole number from {lo} to {hi}",
+        )
+        if not is_number(target):
+            raise CapacityConfigError(
+                f"{where}: target_utilization_percent must be a number from {lo} to "
+                f"{hi}; got {target!r}"
+            )
+        if not lo <= target <= hi:
+            raise CapacityConfigError(
+                f"{where}: target_utilization_percent must be from {lo} to {hi} (%); got {target}"
+            )
+        if not _is_whole(target):
+            raise CapacityConfigError(
+                f"{where}: target_utilization_percent must be a whole number from {lo} to "
+                f"{hi} (%); got {target}: the fleet report, tune and the nightly tuning "
+                "read and set whole percents"
+            )
         for cooldown in ("scale_in_cooldown", "scale_out_cooldown"):
             duration_prop(where, cooldown, getattr(self, cooldown), NO_FLOOR, optional=True)
         bool_prop(where, "disable_scale_in", self.disable_scale_in)

@@ -293,7 +293,7 @@ class ThrottleAwareScaler(Construct):
         self._tick, self._throttled_for = tick, throttled_for
         self._hot_key_ticks = checks.hot_key_ticks(self._where, hot_key_for, tick)
         self._init_tables(checks.checked_own_target(self._where, own_target, mode))
-        self.tag_value = tag_value
+        self.tag_value = checks.checked_tag_value(self._where, tag_value)
         self.state_store: dynamodb.ITable = self._own_state_store()
         self.alarm_topic = chosen_alarm_topic(self, self._where, alarm_topic, topic)
         settings = self._settings(mode, tick_minutes, dry_run, sharding, read_legacy_state_until)

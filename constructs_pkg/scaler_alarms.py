@@ -23,6 +23,7 @@ from ddb_capacity_runtime.core.settings import ScalerConfig
 from .alarms import ONE_MINUTE, AlarmSet, AlarmSpec, deployment_metric, metric, says
 from .lazy import lazy_string
 from .props import duration_prop
+from .scaler_props import known_duration
 
 if TYPE_CHECKING:
     from .scaler import ThrottleAwareScaler
@@ -136,6 +137,7 @@ class ScalerAlarms:
             ("pinned_at_max_for", pinned_for),
             ("throttled_for", o._throttled_for),
         ):
+            known_duration(o._where, name, duration)
             duration_prop(o._where, name, duration, ONE_MINUTE)
         self.alarm_set = AlarmSet(
             o, o._where, o.alarm_topic, o._alarm_options, "ThrottleAwareScaler"

@@ -26,7 +26,7 @@ from ddb_capacity_runtime.core.validators import is_whole
 
 from .alarms import ALARM_WINDOW_SECONDS
 from .batches import CONCURRENCY_RANGE, DEFAULT_BATCH_CONCURRENCY
-from .props import ReservedCapacity, bool_prop, duration_prop
+from .props import ReservedCapacity, bool_prop, duration_prop, known_at_synth
 
 DEFAULT_HOT_KEY_FOR = Duration.minutes(10)
 """How long a managed table's key-range throttles last before its hot-key alarm fires, by
@@ -36,6 +36,7 @@ default (one tick where the tick is longer)."""
 def tick_minutes(where: str, tick: Duration, mode: str, updating_for_ticks: int) -> int:
     """``tick``, ``mode`` and ``updating_for_ticks`` checked; returns the tick in whole
     minutes."""
+    known_duration(where, "tick", tick)
     duration_prop(where, "tick", tick, Duration.seconds(0))  # the range is said below
     seconds = tick.to_seconds()
     if seconds % 60 or not 60 <= seconds <= 3600:
@@ -54,13 +55,31 @@ def tick_minutes(where: str, tick: Duration, mode: str, updating_for_ticks: int)
     return int(seconds // 60)
 
 
+def known_duration(where: str, name: str, value: object) -> None:
+    """A scaler's Duration prop known when the app is built (`known_at_synth`)."""
+    why = "the tick's schedule and the alarms' periods and windows are made from it"
+    known_at_synth(where, name, value, why, "a Duration such as Duration.minutes(5)")
+
+
 def checked_tag_key(where: str, tag_key: object) -> str | None:
-    """``tag_key`` checked: None (no tag discovery) or a tag key of 1 to 128 characters."""
+    """``tag_key`` checked: None (no tag discovery) or a tag key of 1 to 128 characters,
+    known when the app is built (the policy's condition keys are made from it)."""
+    allowed = "a tag key of 1 to 128 characters"
+    known_at_synth(where, "tag_key", tag_key, "the policy's condition keys name it", allowed)
     if tag_key is not None and not (isinstance(tag_key, str) and 1 <= len(tag_key) <= 128):
-        raise CapacityConfigError(
-            f"{where}: tag_key must be a tag key of 1 to 128 characters; got {tag_key!r}"
-        )
+        raise CapacityConfigError(f"{where}: tag_key must be {allowed}; got {tag_key!r}")
     return tag_key
+
+
+def checked_tag_value(where: str, tag_value: object) -> str:
+    """``tag_value`` checked: a tag value of 0 to 256 characters (text: the policy's
+    condition compares it with the tables' tags as text)."""
+    if not (isinstance(tag_value, str) and len(tag_value) <= 256):
+        raise CapacityConfigError(
+            f"{where}: tag_value must be a tag value, a string of 0 to 256 characters; "
+            f"got {shown(tag_value)}"
+        )
+    return tag_value
 
 
 def checked_reserved(where: str, reserved: object) -> ReservedCapacity | None:
@@ -134,6 +153,7 @@ def hot_key_ticks(where: str, hot_key_for: Duration | None, tick: Duration) -> i
     if hot_key_for is None:
         longer = tick.to_seconds() > DEFAULT_HOT_KEY_FOR.to_seconds()
         hot_key_for = tick if longer else DEFAULT_HOT_KEY_FOR
+    known_duration(where, "hot_key_for", hot_key_for)
     duration_prop(where, "hot_key_for", hot_key_for, Duration.seconds(0))  # range: below
     seconds = hot_key_for.to_seconds()
     if not tick.to_seconds() <= seconds <= ALARM_WINDOW_SECONDS:

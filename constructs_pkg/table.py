@@ -44,7 +44,7 @@ from .capacity import (
     check_table_quota,
 )
 from .function_options import FunctionConfig, FunctionDefaults, FunctionOptions, function_configs
-from .props import is_token
+from .props import is_token, known_at_synth
 from .quota import ScalableTargetQuota
 from .table_delegation import TableDelegation
 from .table_parts import (
@@ -68,6 +68,13 @@ if TYPE_CHECKING:
 DIMENSIONS = ("read", "write")
 
 INDEX_NAME = re.compile(r"[a-zA-Z0-9_.-]{3,255}")
+INDEX_NAMED = "the ids of the index's scalable targets are made from it"
+"""Why a GSI's name must be known when the app is built."""
+SETTLED_FROM = (
+    "with prewarm=PROVISION_THEN_SETTLE, the table is created at it and the settle step "
+    "that lowers it is rendered only when it is above min_capacity"
+)
+"""Why a high-water mark must be known when the app is built, with PROVISION_THEN_SETTLE."""
 """DynamoDB's rule for index names."""
 
 SCALABLE_TARGET_TYPE = "AWS::ApplicationAutoScaling::ScalableTarget"
@@ -402,12 +409,14 @@ class TableCapacity(TableDelegation, Construct):
                 f"{self._where}: the table is owned elsewhere; add its GSI in the app that "
                 f"defines it, and give its capacity here in indexes="
             )
-        if not is_token(index_name) and not INDEX_NAME.fullmatch(str(index_name)):
+        allowed = "a string of 3 to 255 characters of a-z, A-Z, 0-9, '_', '-' and '.'"
+        if isinstance(index_name, str):
+            known_at_synth(self._where, "index_name", index_name, INDEX_NAMED, allowed)
+        if not isinstance(index_name, str) or not INDEX_NAME.fullmatch(index_name):
             raise CapacityConfigError(
-                f"{self._where}: index_name must be 3 to 255 characters of a-z, A-Z, 0-9, "
-                f"'_', '-' and '.'; got {index_name!r}"
+                f"{self._where}: index_name must be {allowed}; got {index_name!r}"
             )
-        if not is_token(index_name) and index_name in self._capacity:
+        if index_name in self._capacity:
             raise CapacityConfigError(
                 f"{self._where}: index_name {index_name!r} is already used by another "
                 f"global secondary index; names must be unique per table"
@@ -552,6 +561,14 @@ class TableCapacity(TableDelegation, Construct):
             where = f"{self._where} {label} {dimension}"
             check_type(dimension, value, Capacity, where)
             value.validate(where, self.table_quota)
+            if self.prewarm is PrewarmMethod.PROVISION_THEN_SETTLE:
+                known_at_synth(
+                    where,
+                    "high_water_mark",
+                    value.high_water_mark,
+                    SETTLED_FROM,
+                    "a whole number of capacity units",
+                )
             if value.high_water_mark is not None and self._tag:
                 Tags.of(self).add(PREWARM_TAG, self.prewarm.value)
             self._ranges[(index_name, dimension)] = (value.min_capacity, value.max_capacity)

@@ -854,6 +854,17 @@ def test_dry_run_and_tick(stack: cdk.Stack) -> None:
             "hot_key_for must be a Duration from one tick (2 minutes) to 1 day; got 30 seconds",
         ),
         ({"tag_key": ""}, "tag_key must be a tag key of 1 to 128 characters; got ''"),
+        *(
+            (
+                {"tag_key": "team", "tag_value": bad},
+                f"tag_value must be a tag value, a string of 0 to 256 characters; got {shown}",
+            )
+            for bad, shown in (
+                (1, "1"),
+                (None, "None"),
+                ("x" * 257, f"'{'x' * 199}... (259 characters)"),
+            )
+        ),
         (
             {"tables": ["orders"]},
             "tables must be ProvisionedTable or aws_dynamodb.ITable; got 'orders'",

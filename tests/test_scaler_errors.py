@@ -466,6 +466,12 @@ def test_an_ignored_tag_shows_at_most_200_characters_of_its_value() -> None:
             "table t write: override write.min must be a whole number of capacity units from "
             "1 to 40000 (the table quota, CAPACITY_TABLE_QUOTA); got 2.5",
         ),
+        (  # JSON's true, which float() reads as 1
+            '{"t": {"min": true, "max": 10}}',
+            {},
+            "table t read: override min must be a whole number of capacity units from "
+            "1 to 40000 (the table quota, CAPACITY_TABLE_QUOTA); got True",
+        ),
         (
             "{}",
             {"ddb-capacity:min": "500", "ddb-capacity:max": "50"},

@@ -178,3 +178,18 @@ def test_a_table_named_twice_is_refused(stack: cdk.Stack) -> None:
         "ThrottleAwareScaler Test/Scaler: overrides name table Test/Plain ('plain-orders') "
         "twice, by its name and by its table_name: give its override once"
     ]
+
+
+@pytest.mark.parametrize("setting", ["min", "max"])
+def test_a_bool_where_a_whole_number_is_expected_is_refused(stack: cdk.Stack, setting: str) -> None:
+    # GIVEN an override whose min or max is True (which the Lambda would read as 1)
+    given = {"min": 1, "max": 10, setting: True}
+    table = dynamodb.Table.from_table_name(stack, "Imported", "orders")
+    # WHEN the scaler is made THEN it is refused, naming the table and the setting
+    with pytest.raises(CapacityConfigError) as caught:
+        ThrottleAwareScaler(stack, "Scaler", tables=[table], overrides={"orders": given})
+    assert str(caught.value) == (
+        f"ThrottleAwareScaler Test/Scaler: table orders read: override {setting} must be a "
+        "whole number of capacity units from 1 to 40000 (the table quota, "
+        "CAPACITY_TABLE_QUOTA); got True"
+    )

@@ -234,8 +234,24 @@ def test_index_name_too_short(stack: cdk.Stack) -> None:
         )
     )
     assert message == (
-        f"{WHERE}: index_name must be 3 to 255 characters of a-z, A-Z, 0-9, '_', '-' and "
-        f"'.'; got 'g1'"
+        f"{WHERE}: index_name must be a string of 3 to 255 characters of a-z, A-Z, 0-9, "
+        f"'_', '-' and '.'; got 'g1'"
+    )
+
+
+@pytest.mark.parametrize("name", [None, 123, b"byCustomer"])
+def test_an_index_name_that_is_not_a_string_is_refused(stack: cdk.Stack, name: object) -> None:
+    message = error_of(
+        lambda: make(stack).add_global_secondary_index(
+            index_name=name,  # type: ignore[arg-type]
+            partition_key=GK,
+            read=OK,
+            write=OK,
+        )
+    )
+    assert message == (
+        f"{WHERE}: index_name must be a string of 3 to 255 characters of a-z, A-Z, 0-9, "
+        f"'_', '-' and '.'; got {name!r}"
     )
 
 

@@ -173,8 +173,10 @@ def _pick(
 
 
 def _whole(table: str, dim: str, source: str, value: Any, quota: int) -> int:
+    """``value`` as a whole number of units from 1 to ``quota``: a number, or its text (a
+    tag's); a bool (JSON's ``true``, which ``float`` reads as 1) is refused."""
     try:
-        number = float(value)
+        number = float("nan") if isinstance(value, bool) else float(value)
     except (TypeError, ValueError):
         number = float("nan")
     if not number.is_integer() or not 1 <= number <= quota:
