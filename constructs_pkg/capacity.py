@@ -3,7 +3,9 @@
 Capacity settings for one provisioned dimension (read or write of a table or GSI).
 
 Validation happens here, at the door, with messages that name the field, the value
-received and what is allowed. Values that are unresolved CDK tokens are not checked.
+received and what is allowed. Values that are unresolved CDK tokens are not checked, but
+for those the app must know when it is built (``table_quota``,
+``target_utilization_percent``), refused naming the prop.
 """
 
 from __future__ import annotations
