@@ -33,7 +33,14 @@ from ddb_capacity_runtime.core.settings import TUNED_SETTINGS, ScalerConfig
 from ddb_capacity_tools.tuning_rules import NAMESPACE, Bounds, SettingsError, TuningSettings
 
 from .alarm_sink import chosen_alarm_topic
-from .alarms import AlarmOptions, AlarmSet, AlarmSpec, checked_alarm_options, metric, says
+from .alarms import (
+    AlarmOptions,
+    AlarmSet,
+    AlarmSpec,
+    checked_alarm_options,
+    deployment_metric,
+    says,
+)
 from .compliance import acknowledge
 from .fleet_advisor import FleetAdvisor
 from .function_options import FunctionDefaults, FunctionOptions, function_configs
@@ -307,7 +314,15 @@ class NightlyTuning(Construct):
             alarm_set.add(
                 name,
                 AlarmSpec(
-                    metric(NAMESPACE, metric_name, period=period), says(what), look=look, do=do
+                    deployment_metric(
+                        NAMESPACE,
+                        metric_name,
+                        lazy_string(lambda: self.scaler.state_store.table_name),
+                        period=period,
+                    ),
+                    says(what),
+                    look=look,
+                    do=do,
                 ),
             )
         refused = self.scaler._alarm_parts.per_table(

@@ -378,6 +378,9 @@ def test_a_stale_run_changes_nothing_and_is_a_counted_failure(
     assert counts["Failures"] == 1 and tuned(world, name, "write") is None
     (emf,) = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
     assert emf["Failures"] == 1 and emf["TargetsChanged"] == 0
+    # for its scaler's deployment (dimension StateStore), never another tuning's of the account
+    (metrics,) = emf["_aws"]["CloudWatchMetrics"]
+    assert metrics["Dimensions"] == [["StateStore"]] and emf["StateStore"] == config.store
 
 
 def test_a_tuned_target_outlives_a_forgotten_plan_and_a_plan_outlives_nothing_else(

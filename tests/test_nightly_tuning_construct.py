@@ -161,8 +161,11 @@ def test_alarms_on_changes_failures_unreadable_results_and_dead_letters(
         if a["Properties"].get("Namespace") == "DynamoDBCapacity/NightlyTuning"
     }
     assert set(ours) == {"TargetsChanged", "Failures", "TablesFailed", "Unreadable"}
+    (store,) = [t for t in template.find_resources("AWS::DynamoDB::Table") if "StateStore" in t]
     for props in ours.values():
         assert props["Threshold"] == 1 and len(props["AlarmActions"]) == 1
+        # its scaler's deployment's series (its state store), never another tuning's
+        assert props["Dimensions"] == [{"Name": "StateStore", "Value": {"Ref": store}}]
 
 
 def test_an_alarm_on_tuned_values_the_scaler_refuses(synthesized: tuple[Template, Path]) -> None:

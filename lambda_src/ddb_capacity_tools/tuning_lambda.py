@@ -40,6 +40,7 @@ from .fleet_settings import time_of
 from .tuning_rules import (
     FRESH_MINUTES,
     NAMESPACE,
+    PREFIX,
     Recommendation,
     TuningSettings,
     read_recommendation,
@@ -270,17 +271,18 @@ def tuning_handler(event: Mapping[str, Any], context: Any = None) -> dict[str, i
     """EventBridge's scheduled event (its contents are not read)."""
     import boto3
 
+    store = os.environ.get(f"{PREFIX}STORE", "").strip() or None  # the deployment's
     try:
         settings = TuningSettings.from_env(os.environ)
         counts = tune_run(boto3.client("s3"), boto3.client("dynamodb"), settings, datetime.now(UTC))
     except Exception as exc:
         emit_metrics(
             emf_record(
-                NAMESPACE, {**dict.fromkeys(COUNTS, 0), "Failures": 1}, time.time(), store=None
+                NAMESPACE, {**dict.fromkeys(COUNTS, 0), "Failures": 1}, time.time(), store=store
             )
         )
         log_event("tuning-failed", level=logging.ERROR, error=shown(describe_error(exc)))
         raise
-    emit_metrics(emf_record(NAMESPACE, counts, time.time(), store=None))
+    emit_metrics(emf_record(NAMESPACE, counts, time.time(), store=store))
     log_event("tuned", counts=counts, dry_run=settings.dry_run)
     return counts
