@@ -44,12 +44,12 @@ _PLAIN_NUMBER = 2.0**53
 def is_token(value: object) -> bool:
     """True when ``value`` is an unresolved CDK token (checked at deploy time instead), as
     ``Token.is_unresolved`` answers; plain values (None, a bool, a number below 2**53 in
-    magnitude, a string without a token's mark) are answered here without a round trip to
+    magnitude, a string without a token's mark, bytes) are answered here without a round trip to
     jsii's kernel. A float that is not finite is never one (and jsii cannot take it). A
     ``Duration`` is one when its amount is (``Duration.seconds(parameter.value_as_number)``),
     which ``Token.is_unresolved`` does not see."""
-    if value is None or isinstance(value, bool):
-        return False
+    if value is None or isinstance(value, bool | bytes | bytearray):
+        return False  # bytes: no token, and jsii cannot take them
     if isinstance(value, Duration):
         return _seconds(value) is None
     if isinstance(value, int | float):

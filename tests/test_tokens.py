@@ -88,7 +88,9 @@ def test_plain_values_are_answered_as_the_kernel_answers(value: object) -> None:
     assert is_token(value) == bool(Token.is_unresolved(value))
 
 
-@pytest.mark.parametrize("value", [None, False, 7, 4_000, 70.0, -2.5, "orders", "a{b}[c]"])
+@pytest.mark.parametrize(
+    "value", [None, False, 7, 4_000, 70.0, -2.5, "orders", "a{b}[c]", b"orders", bytearray(2)]
+)
 def test_a_plain_value_never_reaches_the_kernel(
     value: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
