@@ -31,7 +31,12 @@ the goal):
     recommendation, the recommendation costs at most 0.75 x the cheapest stock target that
     refuses no more (sum of its costs / sum of those stock targets' costs);
 (c) in total over the traces, the recommendation refuses at most 0.5 x what stock:70
-    refuses, at no more than stock:70's cost.
+    refuses, at no more than stock:70's cost;
+(d) (limit rules only) on every trace, the recommendation holds its own rule on the scored
+    half: it refuses no more than the rule's limit computed there (the stock target refusing
+    least on that half, plus the tolerance and the floor of the half's requested units). A
+    pick that refuses past it on the future was chosen on figures that did not hold: (a)
+    cannot see it when the pick is the cheapest stock target.
 
 The goals are printed for each rule, and each trace's verdict under the default rule:
 whether the recommendation is dominated, and its cost against the cheapest stock target
@@ -63,6 +68,7 @@ from ddb_capacity_tools.simulator.candidates import (
     STOCK,
     Candidate,
     Rule,
+    requested_units,
 )
 from ddb_capacity_tools.simulator.ensemble import settings_of
 from ddb_capacity_tools.simulator.policies import DEFAULT_TICK_MINUTES
@@ -230,6 +236,26 @@ def goals(rows: list[tuple[str, Candidate, dict[str, Candidate]]]) -> None:
     _goal_c(rows)
 
 
+def goal_d(rows: list[tuple[str, Candidate, dict[str, Candidate], float]], rule: Rule) -> None:
+    """Goal (d): each recommendation within its limit ``rule``'s limit on the scored half
+    (``rows``: each trace's name, recommendation, scored candidates and the half's requested
+    units)."""
+    misses = []
+    for name, rec, by, requested in rows:
+        best = min((by[s] for s in STOCK), key=lambda c: (c.refused, c.cost))
+        limit = rule.limit(best, requested)
+        if rec.refused > limit * (1 + 1e-9) + 1e-6:
+            over = f"{rec.refused / limit:.1f}x" if limit else "over a limit of 0"
+            misses.append(
+                f"{name}: {rec.policy} refuses {rec.refused:,.0f}, limit {limit:,.0f} "
+                f"({best.policy} refuses {best.refused:,.0f}; {over})"
+            )
+    verdict = "PASS" if not misses else f"MISS on {len(misses)} of {len(rows)} traces"
+    print(f"(d) the recommendation within its rule's limit on the scored half: {verdict}")
+    for m in misses:
+        print(f"      {m}")
+
+
 def _goal_c(rows: list[tuple[str, Candidate, dict[str, Candidate]]]) -> None:
     refused = sum(rec.refused for _, rec, _ in rows)
     cost = sum(rec.cost for _, rec, _ in rows)
@@ -292,6 +318,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"units at ${refusal_price(args.refusal_price):g} per million"
     )
     rows: dict[str, list[tuple[str, Candidate, dict[str, Candidate]]]] = {k: [] for k in labels}
+    requested: list[float] = []
     for trace in chosen:
         t0 = time.perf_counter()
         picks, by = judge(
@@ -300,9 +327,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         print_trace(trace, picks, labels, by, time.perf_counter() - t0)
         for label, pick in zip(labels, picks, strict=True):
             rows[label].append((trace.name, pick, by))
+        half = trace.minutes // 2
+        later = {k: v[half:] for k, v in trace.demand.items()}
+        requested.append(requested_units(replace(trace, demand=later, key_range=None)))
     for label in labels:
         print(f"\ngoals, {label}")
         goals(rows[label])
+        if rules[label].price is None:
+            scored = [(*row, r) for row, r in zip(rows[label], requested, strict=True)]
+            goal_d(scored, rules[label])
     print(f"\n{time.perf_counter() - started:.0f} s in all")
 
 

@@ -684,3 +684,31 @@ def test_the_right_bill_benchmark_runs_in_its_quick_mode(
     assert re.search(r"verdict \(the default rule\): (not dominated|dominated by \S+)", out)
     assert "the cheapest stock target refusing no more" in out
     assert "(c) in total, refused" in out and "stock:70's" in out
+    # (d) under each limit rule (not the price rule): the pick held its rule on the future
+    held = re.findall(r"\(d\) the recommendation within its rule's limit on the scored half", out)
+    assert len(held) == 2
+
+
+def test_right_bills_goal_d_misses_a_pick_past_its_rules_limit_on_the_scored_half(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from benchmarks import right_bill
+
+    stock = {p: _c(p, 100 + 10 * n, 50 - n) for n, p in enumerate(STOCK)}  # stock:30 least
+    within = (_c("autopilot:70", 100 + 0.0002 * 1_000_000, 40), {**stock}, 1_000_000.0)
+    past = (_c("stock:90", 700, 30), {**stock}, 1_000_000.0)
+    right_bill.goal_d([("a", *within), ("b", *past)], Rule())
+    out = capsys.readouterr().out
+    assert (
+        "(d) the recommendation within its rule's limit on the scored half: MISS on 1 of 2" in out
+    )
+    assert "b: stock:90 refuses 700, limit 300 (stock:30 refuses 100; 2.3x)" in out
+    right_bill.goal_d([("a", *within)], Rule())
+    assert out_line(capsys.readouterr().out) == (
+        "(d) the recommendation within its rule's limit on the scored half: PASS"
+    )
+
+
+def out_line(out: str) -> str:
+    (line,) = out.splitlines()
+    return line
