@@ -29,7 +29,12 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
-from ddb_capacity_tools.fleet_settings import MAX_DAYS, NAMESPACE, AdvisorSettings
+from ddb_capacity_tools.fleet_settings import (
+    MAX_DAYS,
+    NAMESPACE,
+    REPORT_BUCKET_DIMENSION,
+    AdvisorSettings,
+)
 
 from .alarm_sink import chosen_alarm_topic
 from .alarms import AlarmOptions, AlarmSet, AlarmSpec, checked_alarm_options, metric, says
@@ -545,7 +550,17 @@ class FleetAdvisor(Construct):
                 "code says",
             ),
         ):
-            metrics[name] = (metric(NAMESPACE, name, period=period), what, look, do)
+            metrics[name] = (
+                metric(
+                    NAMESPACE,
+                    name,
+                    period=period,
+                    dimensions_map={REPORT_BUCKET_DIMENSION: self.bucket.bucket_name},
+                ),
+                what,
+                look,
+                do,
+            )
         for name, (made, what, look, do) in metrics.items():
             alarm_set.add(name, AlarmSpec(made, says(what), look=look, do=do))
 

@@ -232,6 +232,10 @@ def test_alarms_on_dead_letters_failures_and_missing_tables(
         assert props["Threshold"] == 1 and len(props["AlarmActions"]) == 1
         assert props["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
     assert watched["TablesMissing"]["Namespace"] == "DynamoDBCapacity/FleetAdvisor"
+    # each count of this advisor's (its report bucket), never another advisor's of the account
+    (bucket,) = template.find_resources("AWS::S3::Bucket")
+    for name in ("Failures", "TablesFailed", "TablesMissing"):
+        assert watched[name]["Dimensions"] == [{"Name": "ReportBucket", "Value": {"Ref": bucket}}]
     template.has_resource_properties("AWS::SNS::Topic", {"KmsMasterKeyId": Match.any_value()})
 
 

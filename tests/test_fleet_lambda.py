@@ -132,6 +132,10 @@ def test_lister_worker_report_over_one_run(
     assert counts == {"TablesReported": 11, "TablesMissing": 1, "Failures": 0}
     [emf] = metrics(capsys.readouterr().out)
     assert emf["TablesMissing"] == 1 and emf["Failures"] == 0
+    # for this advisor (dimension ReportBucket, its bucket), never another's of the account
+    (group,) = emf["_aws"]["CloudWatchMetrics"]
+    assert group["Dimensions"] == [["ReportBucket"]]
+    assert emf["ReportBucket"] == world["settings"].bucket
     for prefix in (f"runs/{run_id}", "latest"):
         doc = json.loads(
             world["s3"]

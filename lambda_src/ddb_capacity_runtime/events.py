@@ -73,6 +73,7 @@ def emf_record(
     table: str | None = None,
     unit: str | None = "Count",
     undimensioned: Collection[str] = (),
+    dimension: str = STORE_DIMENSION,
 ) -> dict[str, Any]:
     """One Embedded Metric Format record of ``values`` in ``namespace`` at ``timestamp``
     (seconds since the epoch): per table (dimension ``TableName``) or for the deployment of
@@ -80,7 +81,9 @@ def emf_record(
     for a function with no store). ``unit`` None: the metrics carry no unit. Those of a
     table's ``values`` named in ``undimensioned`` are also published for the deployment,
     where the Maximum of a period is its worst table's: what an alarm can watch (an alarm
-    cannot watch a SEARCH over the tables' metrics, which returns many series)."""
+    cannot watch a SEARCH over the tables' metrics, which returns many series).
+    ``dimension``: that dimension's name, for a function whose deployment another resource
+    names (the fleet advisor's report bucket)."""
 
     def metrics(names: Iterable[str]) -> list[dict[str, str]]:
         return [{"Name": n, "Unit": unit} if unit else {"Name": n} for n in names]
@@ -90,16 +93,14 @@ def emf_record(
     if table:
         groups.append({"Dimensions": [["TableName"]], "Metrics": metrics(values)})
     if also:
-        groups.append(
-            {"Dimensions": [[STORE_DIMENSION]] if store else [[]], "Metrics": metrics(also)}
-        )
+        groups.append({"Dimensions": [[dimension]] if store else [[]], "Metrics": metrics(also)})
     return {
         "_aws": {
             "Timestamp": int(timestamp * 1000),
             "CloudWatchMetrics": [{"Namespace": namespace, **g} for g in groups],
         },
         **({"TableName": table} if table else {}),
-        **({STORE_DIMENSION: store} if store and also else {}),
+        **({dimension: store} if store and also else {}),
         **values,
     }
 

@@ -45,7 +45,15 @@ from ddb_capacity_runtime.events import emf_record, emit_metrics, log_event
 
 from . import fleet, page
 from .advise import IDLE, Failure, Setup, advise_one, list_tables, shown
-from .fleet_settings import MAX_DAYS, NAMESPACE, AdvisorSettings, run_id_of, time_of
+from .fleet_settings import (
+    MAX_DAYS,
+    NAMESPACE,
+    PREFIX,
+    REPORT_BUCKET_DIMENSION,
+    AdvisorSettings,
+    run_id_of,
+    time_of,
+)
 from .simulator.candidates import CANDIDATES
 from .simulator.ensemble import settings_of
 from .simulator.params import ModelParams
@@ -75,7 +83,11 @@ ENSEMBLE = "plausible"
 
 
 def _metrics(values: Mapping[str, float]) -> None:
-    emit_metrics(emf_record(NAMESPACE, values, time.time(), store=None))
+    bucket = os.environ.get(f"{PREFIX}BUCKET", "").strip() or None
+    record = emf_record(
+        NAMESPACE, values, time.time(), store=bucket, dimension=REPORT_BUCKET_DIMENSION
+    )
+    emit_metrics(record)
 
 
 def _key(run_id: str, name: str) -> str:

@@ -33,6 +33,9 @@ MAX_DAYS = 14
 """The most days of history: CloudWatch keeps 1-minute datapoints 15 days, and a worker may run up
 to a day after its run's lister (the history ends at the run's time)."""
 PREFIX = "FLEET_ADVISOR_"
+REPORT_BUCKET_DIMENSION = "ReportBucket"
+"""The one dimension of the advisor's counts: its report bucket's name (unique), so two
+advisors of one account and Region never raise each other's alarms."""
 
 
 @dataclass(frozen=True)
