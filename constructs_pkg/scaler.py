@@ -490,12 +490,14 @@ class ThrottleAwareScaler(Construct):
         self._manage(table, label, replica.indexes)
 
     def _label_of(self, table: dynamodb.ITable | TableCapacity) -> str:
-        """``table``'s label in construct ids (`_label`), its stack's path in front where
-        another table managed here has it already (``StackA/Feed``, ``StackB/Feed``)."""
+        """``table``'s label in construct ids (`_label`), its stack's path in front when the
+        table is another stack's than the scaler's (``StackB-Feed``): a label from the table
+        alone, whatever else is managed here, so adding or removing another table never
+        renames (and so replaces) this one's alarms, and two tables at one path in two
+        stacks never share one."""
         label = _label(table)
         it = table.table if isinstance(table, TableCapacity) else table
-        taken = set(self._table_keys.values())
-        if label in taken and not any(k in self._table_keys for k in table_keys(it)):
+        if Stack.of(it) is not Stack.of(self):
             label = re.sub(r"[^A-Za-z0-9-]", "-", f"{Stack.of(it).node.path}-{label}")
         return label
 

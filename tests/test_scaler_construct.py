@@ -984,6 +984,24 @@ def test_tables_of_one_path_in_two_stacks_get_alarms_of_their_own() -> None:
     Template.from_stack(first)  # and it synthesizes
 
 
+def test_a_tables_alarm_ids_do_not_depend_on_the_other_tables_managed() -> None:
+    # GIVEN tables at the path "T" in two stacks, and a scaler in a third
+    def alarm_ids(both: bool) -> set[str]:
+        app = cdk.App()
+        a, b, home = (cdk.Stack(app, name) for name in ("SA", "SB", "Home"))
+        mode = dynamodb.BillingMode.PROVISIONED
+        tables = [dynamodb.Table(s, "T", partition_key=PK, billing_mode=mode) for s in (a, b)]
+        # WHEN it manages both, or SB's alone
+        scaler = ThrottleAwareScaler(home, "Scaler", tables=tables if both else tables[1:])
+        return {c.node.id for c in scaler.node.find_all() if "SB" in c.node.id}
+
+    # THEN SB's table has the same alarm ids either way (its stack's path in front: not the
+    # scaler's stack), so removing the other table replaces none of its alarms
+    alone = alarm_ids(both=False)
+    assert alone == alarm_ids(both=True)
+    assert alone == {"HotKeySB-T", "ThrottledSB-T-read", "ThrottledSB-T-write"}
+
+
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
