@@ -73,7 +73,13 @@ from ddb_capacity_tools.simulator.candidates import (
 from ddb_capacity_tools.simulator.ensemble import settings_of
 from ddb_capacity_tools.simulator.policies import DEFAULT_TICK_MINUTES
 from ddb_capacity_tools.simulator.trace import Trace
-from ddb_capacity_tools.simulator.tune import decide, validate, validation_split
+from ddb_capacity_tools.simulator.tune import (
+    best_stock,
+    decide,
+    validate,
+    validation_split,
+    within_limit,
+)
 from ddb_capacity_tools.simulator.tune_options import (
     refusal_floor,
     refusal_price,
@@ -242,9 +248,9 @@ def goal_d(rows: list[tuple[str, Candidate, dict[str, Candidate], float]], rule:
     units)."""
     misses = []
     for name, rec, by, requested in rows:
-        best = min((by[s] for s in STOCK), key=lambda c: (c.refused, c.cost))
+        best = best_stock([by[s] for s in STOCK])
         limit = rule.limit(best, requested)
-        if rec.refused > limit * (1 + 1e-9) + 1e-6:
+        if not within_limit(rec.refused, limit):
             over = f"{rec.refused / limit:.1f}x" if limit else "over a limit of 0"
             misses.append(
                 f"{name}: {rec.policy} refuses {rec.refused:,.0f}, limit {limit:,.0f} "

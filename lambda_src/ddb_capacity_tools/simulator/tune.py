@@ -97,9 +97,15 @@ __all__ = [
 ]
 
 
-def _within(value: float, limit: float) -> bool:
+def within_limit(value: float, limit: float) -> bool:
     """``value`` <= ``limit``, float noise aside (sums over settings and dimensions)."""
     return value <= limit * (1 + 1e-9) + 1e-6
+
+
+def best_stock(candidates: Sequence[Candidate]) -> Candidate:
+    """The stock setting refusing least among ``candidates`` (of two that refuse as
+    little, the cheaper): what the limit rule's limit is set by."""
+    return min((c for c in candidates if c.policy in STOCK), key=lambda c: (c.refused, c.cost))
 
 
 def choose(
@@ -110,10 +116,9 @@ def choose(
     recommends the cheapest candidate within ``rule``'s limit over ``requested`` units (of
     two as cheap, the one refusing less); the price rule the one whose cost plus refusals
     at the price is least (of two as good, the one refusing less)."""
-    stock = [c for c in placed if c.policy in STOCK]
-    if not stock:
+    if not any(c.policy in STOCK for c in placed):
         raise TuneError(f"tune: no stock setting among the candidates ({', '.join(STOCK)})")
-    best = min(stock, key=lambda c: (c.refused, c.cost))
+    best = best_stock(placed)
     return min(_eligible(placed, rule, best, requested), key=rank_by(rule)), best
 
 
@@ -126,7 +131,7 @@ def _eligible(
     if rule.price is not None:
         return placed
     limit = rule.limit(best, requested)
-    return [c for c in placed if _within(c.refused, limit)]
+    return [c for c in placed if within_limit(c.refused, limit)]
 
 
 def tune(
@@ -195,9 +200,7 @@ def fit(early: Sequence[Candidate], rule: Rule, requested: float) -> dict[str, s
     under the price rule, the best at the price). Stock target tracking is not fitted: every
     target goes on to the later part, where the stock setting refusing least sets the
     limit."""
-    stock = [c for c in early if c.policy in STOCK]
-    best = min(stock, key=lambda c: (c.refused, c.cost))
-    limit = rule.limit(best, requested)
+    limit = rule.limit(best_stock(early), requested)
     groups: dict[str, list[Candidate]] = {}
     for c in early:
         groups.setdefault(family(c.policy), []).append(c)
@@ -205,7 +208,7 @@ def fit(early: Sequence[Candidate], rule: Rule, requested: float) -> dict[str, s
     for name, members in groups.items():
         if name == "stock:T" or len(members) < 2:
             continue
-        within = [c for c in members if rule.price is not None or _within(c.refused, limit)]
+        within = [c for c in members if rule.price is not None or within_limit(c.refused, limit)]
         pick = (
             min(within, key=rank_by(rule))
             if within
