@@ -150,6 +150,42 @@ def left_events(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
     return [vars(r) for r in caplog.records if r.getMessage() == "settle-left"]
 
 
+def busy(cloudwatch: Any, name: str, read: float = 560) -> None:
+    """The last 20 minutes of a busy live table: read ``read`` units/s (560: 800 at 70 %),
+    write 7 (10), the GSI's read 35 (50)."""
+    end = minute_now()
+    put_traffic(cloudwatch, name, "read", read, end=end, minutes=range(1, 21))
+    put_traffic(cloudwatch, name, "write", 7, end=end, minutes=range(1, 21))
+    put_traffic(cloudwatch, name, "read", 35, end=end, minutes=range(1, 21), index="bySku")
+
+
+def lowered(name: str, read: int, write: int = 10, gsi_read: int | None = 50) -> dict[str, Any]:
+    """The UpdateTable that settles ``name``: its table and ``bySku``'s read lowered as given
+    (``gsi_read`` None: the GSI untouched)."""
+    update: dict[str, Any] = {
+        "TableName": name,
+        "ProvisionedThroughput": {"ReadCapacityUnits": read, "WriteCapacityUnits": write},
+    }
+    if gsi_read is not None:
+        throughput = {"ReadCapacityUnits": gsi_read, "WriteCapacityUnits": 5}
+        update["GlobalSecondaryIndexUpdates"] = [
+            {"Update": {"IndexName": "bySku", "ProvisionedThroughput": throughput}}
+        ]
+    return update
+
+
+def left_everywhere(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
+    """The ``settle-left`` events, each a warning, one for every auto-scaled dimension."""
+    left = left_events(caplog)
+    assert {(e["index"], e["dimension"]) for e in left} == {
+        (None, "read"),
+        (None, "write"),
+        ("bySku", "read"),
+    }
+    assert all(e["levelname"] == "WARNING" for e in left)
+    return left
+
+
 @pytest.mark.parametrize(
     ("read_per_second", "read_after"),
     [(560, 800), (20, 100), (1500, None)],
@@ -164,29 +200,11 @@ def test_an_update_lowers_a_live_table_only_to_what_its_traffic_needs(
     # template's minimums
     name = table_name()
     register(autoscaling, name)
-    end = minute_now()
-    put_traffic(cloudwatch, name, "read", read_per_second, end=end, minutes=range(1, 21))
-    put_traffic(cloudwatch, name, "write", 7, end=end, minutes=range(1, 21))
-    put_traffic(cloudwatch, name, "read", 35, end=end, minutes=range(1, 21), index="bySku")
+    busy(cloudwatch, name, read_per_second)
     # WHEN the settle step's Update runs
     read = read_after if read_after is not None else MARKS["read"]
     answer = settle(
-        update_event(name),
-        described(name),
-        {
-            "TableName": name,
-            "ProvisionedThroughput": {"ReadCapacityUnits": read, "WriteCapacityUnits": 10},
-            "GlobalSecondaryIndexUpdates": [
-                {
-                    "Update": {
-                        "IndexName": "bySku",
-                        "ProvisionedThroughput": {"ReadCapacityUnits": 50, "WriteCapacityUnits": 5},
-                    }
-                }
-            ],
-        },
-        cloudwatch,
-        autoscaling,
+        update_event(name), described(name), lowered(name, read), cloudwatch, autoscaling
     )
     # THEN each dimension is lowered to max(operating, peak / 70 %), never above its mark:
     # read 560 -> 800 (or its operating 100, or left at its mark of 2,000 when it needs
@@ -223,14 +241,7 @@ def test_an_update_leaves_a_live_table_whose_traffic_is_unknown_at_its_mark(
     # THEN no UpdateTable is sent, and the step completes: the deploy goes on
     assert answer == {"IsComplete": True, "Data": {"Settled": "false"}}
     # AND each dimension says it was left at its mark, and why
-    left = left_events(caplog)
-    assert {(e["index"], e["dimension"]) for e in left} == {
-        (None, "read"),
-        (None, "write"),
-        ("bySku", "read"),
-    }
-    assert all(e["levelname"] == "WARNING" for e in left)
-    reason = left[0]["reason"]
+    reason = left_everywhere(caplog)[0]["reason"]
     if traffic.startswith("read-"):
         assert "its traffic could not be read (GetMetricData" in reason
         assert ("Throttling" if traffic == "read-throttled" else "AccessDenied") in reason
@@ -253,21 +264,7 @@ def test_an_update_leaves_a_throttled_dimension_and_lowers_the_others(
         answer = settle(
             update_event(name),
             described(name),
-            {
-                "TableName": name,
-                "ProvisionedThroughput": {"ReadCapacityUnits": 2000, "WriteCapacityUnits": 10},
-                "GlobalSecondaryIndexUpdates": [
-                    {
-                        "Update": {
-                            "IndexName": "bySku",
-                            "ProvisionedThroughput": {
-                                "ReadCapacityUnits": 10,
-                                "WriteCapacityUnits": 5,
-                            },
-                        }
-                    }
-                ],
-            },
+            lowered(name, 2000, gsi_read=10),
             cloudwatch,
             autoscaling,
         )
@@ -277,23 +274,6 @@ def test_an_update_leaves_a_throttled_dimension_and_lowers_the_others(
     (left,) = left_events(caplog)
     assert (left["index"], left["dimension"]) == (None, "read")
     assert "throttled" in left["reason"]
-
-
-def to_operating(name: str) -> dict[str, Any]:
-    """The UpdateTable that settles ``name`` (its table and ``bySku``) to their operating
-    capacities, as configured."""
-    return {
-        "TableName": name,
-        "ProvisionedThroughput": {"ReadCapacityUnits": 100, "WriteCapacityUnits": 5},
-        "GlobalSecondaryIndexUpdates": [
-            {
-                "Update": {
-                    "IndexName": "bySku",
-                    "ProvisionedThroughput": {"ReadCapacityUnits": 10, "WriteCapacityUnits": 5},
-                }
-            }
-        ],
-    }
 
 
 def test_an_update_lowers_a_fixed_capacity_to_its_operating_without_reading_traffic(
@@ -307,7 +287,7 @@ def test_an_update_lowers_a_fixed_capacity_to_its_operating_without_reading_traf
     answer = settle(
         update_event(name, utilization=None),
         described(name),
-        to_operating(name),
+        lowered(name, 100, 5, gsi_read=10),
         cloudwatch,
         autoscaling,
     )
@@ -331,7 +311,7 @@ def test_a_create_settles_a_new_table_to_its_operating_without_reading_traffic(
     answer = settle(
         event,
         table,
-        to_operating(name),
+        lowered(name, 100, 5, gsi_read=10),
         cloudwatch,
         autoscaling,
     )
