@@ -236,6 +236,14 @@ def every_dimension() -> list[tuple[str | None, str]]:
     return [(i, d) for i in (None, *GSIS) for d in ("read", "write")]
 
 
+def throttled_everywhere() -> list[DimensionReport]:
+    """A report's dimensions for every dimension of a `many_gsi_table`, each throttled and
+    asking for 5,000 units/s: a raise due on each."""
+    return [
+        DimensionReport(i, d, 5_000.0, 5_000, {"provisioned": 50}) for i, d in every_dimension()
+    ]
+
+
 @contextmanager
 def leases_taken(store: HoldStore, table: str) -> Iterator[None]:
     """Every dimension of ``table`` leased by someone else (a request, a restore, a stuck
@@ -256,9 +264,7 @@ def test_one_tables_busy_leases_leave_the_rest_of_the_batch_its_time(
     clock = Clock()
     store = dataclasses.replace(world.store, clock=clock, sleep=clock.sleep)
     busy, healthy = many_gsi_table(world, "Busy"), a_table(world, "Healthy")
-    dims = [
-        DimensionReport(i, d, 5_000.0, 5_000, {"provisioned": 50}) for i, d in every_dimension()
-    ]
+    dims = throttled_everywhere()
     event = batch_json([report(busy, *dims, sent=clock()), report(healthy, write(2_000))])
     start = clock()
     capsys.readouterr()
@@ -299,9 +305,7 @@ def test_one_report_stops_waiting_for_leases_before_the_invocations_reserve(
     clock = Clock()
     store = dataclasses.replace(world.store, clock=clock, sleep=clock.sleep)
     busy = many_gsi_table(world, "BusyAlone")
-    dims = [
-        DimensionReport(i, d, 5_000.0, 5_000, {"provisioned": 50}) for i, d in every_dimension()
-    ]
+    dims = throttled_everywhere()
     start = clock()
     capsys.readouterr()
     # WHEN the signals function takes it with 12 s of the invocation left
