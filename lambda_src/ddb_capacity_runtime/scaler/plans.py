@@ -30,7 +30,7 @@ def forecast_plans(
     tables: list[ManagedTable],
     now: datetime,
     shared: Callable[..., Any],
-    failed: Callable[[str, str], None] = lambda table, reason: None,
+    failed: Callable[[str, str], None],
 ) -> dict[Key, FloorPlan | None]:
     """The autopilot's forecast of ``tables`` (those whose forecast tick of the hour this
     is, `forecast.forecast_due`): 14 days of 5-minute history of every dimension
