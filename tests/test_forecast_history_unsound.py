@@ -47,28 +47,32 @@ def test_an_unsound_history_keeps_the_plan_in_force_and_fails_the_table(status: 
     limits = Limits(min_capacity=5, max_capacity=4000, target_utilization=0.7)
     d = Dimension("T", None, "read", 1000, DecreaseLedger(), None, limits, plan=kept)
     table = ManagedTable("T", "arn:aws:dynamodb:us-east-1:123456789012:table/T", {}, [d])
-    # AND CloudWatch answers its history query with a status it cannot vouch for
+    # AND another table of the same forecast tick, its history sound (idle)
+    u = Dimension("U", None, "read", 5, DecreaseLedger(), None, limits)
+    other = ManagedTable("U", "arn:aws:dynamodb:us-east-1:123456789012:table/U", {}, [u])
+    # AND CloudWatch answers the first's history query with a status it cannot vouch for
     cloudwatch = boto3.client(
         "cloudwatch", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
     )
     stub = Stubber(cloudwatch)
     answer = {"Id": "h0", "Label": "h0", "Timestamps": [], "Values": [], "StatusCode": status}
-    stub.add_response("get_metric_data", {"MetricDataResults": [answer]})
+    sound = {"Id": "h1", "Label": "h1", "Timestamps": [], "Values": [], "StatusCode": "Complete"}
+    stub.add_response("get_metric_data", {"MetricDataResults": [answer, sound]})
     failures: list[tuple[str, str]] = []
-    config = ScalerConfig.from_env({"SCALER_TABLES": "T"})
+    config = ScalerConfig.from_env({"SCALER_TABLES": "T,U"})
     clients: Any = _Clients(cloudwatch)
     # WHEN the forecast tick runs
     with stub:
         fresh = forecast_plans(
-            config, clients, [table], NOW, _shared, lambda *f: failures.append(f)
+            config, clients, [table, other], NOW, _shared, lambda *f: failures.append(f)
         )
     # THEN the dimension gets no new plan: the plan in force is neither dropped this tick nor
-    # deleted from the store
-    assert fresh == {}
+    # deleted from the store; the other table's forecast is made as ever (idle: no plan)
+    assert fresh == {u.key: None}
     store: Any = _Store()
     assert keep_plans(store, table, fresh, [], False, lambda reason: None) == 0
     assert store.kept == []
-    # AND the table fails, saying why (counted as Failures, alarmed)
+    # AND that table alone fails, saying why (counted as Failures, alarmed)
     assert failures == [
         (
             "T",
