@@ -140,6 +140,7 @@ FUNCTION_DEFAULTS = {
 REQUEST_METRICS = dict.fromkeys(
     (
         "Refused",
+        "TimedOut",
         "HoldsDropped",
         "HoldsBusy",
         "ReportsRefused",
@@ -166,6 +167,7 @@ scaler (``HoldsDropped``) and the client hook in a Lambda function send (namespa
 ``DynamoDBCapacity``, dimension ``StateStore``: the hold store's name)."""
 ALARM_IDS = (
     "BrokerErrors",
+    "TimedOut",
     "HoldsDropped",
     "RestorerErrors",
     "HoldsBusy",
@@ -392,6 +394,10 @@ class CapacityRequests(Construct):
     def metric_refused(self, **props: Unpack[MetricProps]) -> cloudwatch.Metric:
         """Requests the broker refused."""
         return self.metric("Refused", **props)
+
+    def metric_timed_out(self, **props: Unpack[MetricProps]) -> cloudwatch.Metric:
+        """Requests the broker answered with a timeout: the table was not ready in time."""
+        return self.metric("TimedOut", **props)
 
     def metric_holds_dropped(self, **props: Unpack[MetricProps]) -> cloudwatch.Metric:
         """Holds dropped without lowering their table (it left, was deleted, went on-demand)."""

@@ -61,7 +61,8 @@ def count_alarm(
 
 
 def broker_alarms(owner: CapacityRequests) -> None:
-    """The broker failed; holds were dropped without lowering their table."""
+    """The broker failed; a request timed out; holds were dropped without lowering their
+    table."""
     errors_alarm(
         owner,
         owner.broker,
@@ -72,6 +73,19 @@ def broker_alarms(owner: CapacityRequests) -> None:
         "fix what the error names (AccessDenied on RegisterScalableTarget: tag the table's "
         "scalable targets ddb-capacity:table=<table name>); a hold not lowered stays, and "
         "the next restore tries again",
+    )
+    count_alarm(
+        owner,
+        "TimedOut",
+        "TimedOut",
+        "A capacity request timed out: its table was not ACTIVE with the capacity asked "
+        "for before the request's timeout (its hold was withdrawn, and the work it was for "
+        "started without it or not at all)",
+        "the request-refused warnings of kind timeout in the broker function's log group "
+        "(table, reason: still busy, or the raise still in flight); describe-table "
+        "(TableStatus) at that time",
+        "find what kept the table busy (another update, a GSI backfill); give the request "
+        "a longer timeout, or ask before the work is due",
     )
     count_alarm(
         owner,

@@ -26,6 +26,7 @@ from tests.local_lambda import local_lambda
 from tests.moto_world import World
 from tests.test_broker import call, served, world  # noqa: F401
 from tests.test_capacity_requests import HOLD_ID, _described, _table, stubbed  # noqa: F401
+from tests.test_untrusted_json import emf_total
 
 
 def test_a_release_on_a_table_the_broker_does_not_serve_is_refused_and_keeps_the_hold(
@@ -57,6 +58,7 @@ def test_a_table_that_stays_updating_behind_the_broker_times_out_the_workers_req
     stubbed: Any,  # noqa: F811
     aws_env: dict[str, str],
     monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     stub, clients, store = stubbed
     config = BrokerConfig({"Orders": frozenset()})
@@ -68,6 +70,9 @@ def test_a_table_that_stays_updating_behind_the_broker_times_out_the_workers_req
         "error": "timeout",
         "message": "table Orders: still busy (status UPDATING)",
     }
+    # AND counts it as a timeout, which CapacityRequests alarms on, not as a refusal
+    out = capsys.readouterr().out
+    assert (emf_total(out, "TimedOut"), emf_total(out, "Refused")) == (1, 0)
     # WHEN a worker asks through the broker, behind Lambda's Invoke API
     stub.add_response("describe_table", _table("UPDATING"))
     for key, value in aws_env.items():

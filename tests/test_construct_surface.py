@@ -416,6 +416,7 @@ def test_capacity_requests_alarms_and_metrics(stack: cdk.Stack) -> None:
     # THEN the alarms made are returned by id, the one turned off absent
     assert set(requests.alarms) == {
         "BrokerErrors",
+        "TimedOut",
         "HoldsDropped",
         "RestorerErrors",
         "HoldsBusy",
@@ -443,6 +444,7 @@ def test_capacity_requests_alarms_and_metrics(stack: cdk.Stack) -> None:
         300,
     )
     assert requests.metric_refused().metric_name == "Refused"
+    assert requests.metric_timed_out().metric_name == "TimedOut"
     assert requests.metric_holds_dropped().metric_name == "HoldsDropped"
 
 
@@ -453,7 +455,7 @@ def test_capacity_requests_refuse_an_alarm_of_the_scaler() -> None:
         )
     )
     assert "CapacityRequests Test/R: alarm_options: unknown alarm id 'Errors'" in message
-    assert "expected one of: BrokerErrors, HoldsDropped," in message
+    assert "expected one of: BrokerErrors, TimedOut, HoldsDropped," in message
 
 
 # ---------------------------------------------------------------------- function options

@@ -22,9 +22,10 @@ Events (JSON):
 Answers: ``{"ok": true, "hold": {...}}`` (what `CapacityHold.as_json` gives),
 ``{"ok": true, "changes": [...]}``, ``{"ok": true, "restored": [...], "failed": []}``, or
 ``{"ok": false, "error": "refused"|"timeout", "message": ...}`` for a request the broker
-will not or could not make. Anything else (AWS failing a call the request needed,
-`CapacityRequestFailed`, say) fails the invocation: it is counted as a Lambda error and
-alarmed.
+will not or could not make (counted: ``Refused`` for a refusal, ``TimedOut`` for a table
+not ready in time, which ``CapacityRequests`` alarms on). Anything else (AWS failing a
+call the request needed, `CapacityRequestFailed`, say) fails the invocation: it is counted
+as a Lambda error and alarmed.
 
 The client side, `client.invoke_broker` (re-exported here), is what
 ``request_capacity(..., broker=NAME)``, ``release_hold(..., broker=NAME)`` and
@@ -277,5 +278,8 @@ def _refusal(kind: str, exc: Exception, event: Any) -> dict[str, Any]:
         kind=kind,
         reason=message,
     )
-    count("Refused")
+    if kind == "timeout":
+        count("TimedOut")
+    else:
+        count("Refused")
     return {"ok": False, "error": kind, "message": message}

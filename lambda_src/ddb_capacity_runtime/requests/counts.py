@@ -1,8 +1,8 @@
 """Runs in: broker Lambda, scaler Lambda, signals Lambda, workers (the user's own jobs, in
 direct mode), CDK app (synth: the namespace, through `broker`).
 
-The broker's Embedded Metric Format counts (``Refused``, ``HoldsDropped``, ``HoldsBusy``,
-and
+The broker's Embedded Metric Format counts (``Refused``, ``TimedOut``, ``HoldsDropped``,
+``HoldsBusy``, and
 ``RaisesWithinWarm``: the dimensions a request or a surge raised within their warm
 throughput, so the raise landed at once), and `malformed_dropped`, which every write that
 leaves a dimension's malformed holds out calls.
