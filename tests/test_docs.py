@@ -61,9 +61,10 @@ def template(tmp_path: Path, stack: str) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("site")
-    result = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
-        cwd=ROOT,
+    config = str(ROOT / "mkdocs.yml")
+    result = subprocess.run(  # from outside the clone: no path of the config is the cwd's
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", config, "--site-dir", str(out)],
+        cwd=out.parent,
         capture_output=True,
         text=True,
         timeout=600,
