@@ -68,24 +68,18 @@ from ddb_capacity_tools.simulator.candidates import (
     STOCK,
     Candidate,
     Rule,
-    requested_units,
 )
 from ddb_capacity_tools.simulator.ensemble import settings_of
 from ddb_capacity_tools.simulator.policies import DEFAULT_TICK_MINUTES
-from ddb_capacity_tools.simulator.trace import Trace
-from ddb_capacity_tools.simulator.tune import (
-    best_stock,
-    decide,
-    validate,
-    validation_split,
-    within_limit,
-)
+from ddb_capacity_tools.simulator.trace import Trace, cut
+from ddb_capacity_tools.simulator.tune import decide, requested_in, validate, validation_split
 from ddb_capacity_tools.simulator.tune_options import (
     refusal_floor,
     refusal_price,
     refusal_tolerance,
 )
 from ddb_capacity_tools.simulator.tune_runs import place, place_split
+from ddb_capacity_tools.simulator.tune_scored import hold
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
 SCENARIOS = ("diurnal", "nightly-batch", "hot-key")
@@ -94,16 +88,6 @@ GOAL_B = 0.75
 GOAL_C_REFUSED = 0.5
 REFERENCE = "stock:70"
 BOUND = "bound"
-
-
-def cut(trace: Trace, minutes: int) -> Trace:
-    """``trace``'s first ``minutes`` (all of them when it is shorter)."""
-    if trace.minutes <= minutes:
-        return trace
-    key_range = {k: v[:minutes] for k, v in trace.key_range.items()} if trace.key_range else None
-    return replace(
-        trace, demand={k: v[:minutes] for k, v in trace.demand.items()}, key_range=key_range
-    )
 
 
 def traces(folder: Path, days: int) -> tuple[list[Trace], str]:
@@ -243,19 +227,21 @@ def goals(rows: list[tuple[str, Candidate, dict[str, Candidate]]]) -> None:
 
 
 def goal_d(rows: list[tuple[str, Candidate, dict[str, Candidate], float]], rule: Rule) -> None:
-    """Goal (d): each recommendation within its limit ``rule``'s limit on the scored half
-    (``rows``: each trace's name, recommendation, scored candidates and the half's requested
-    units)."""
+    """Goal (d): each recommendation within ``rule``'s limit on the scored half
+    (`hold`, as ``tune --score-from`` judges it; ``rows``: each trace's name, recommendation,
+    scored candidates and the half's requested units), and the stock target that would
+    have held it where it did not."""
     misses = []
     for name, rec, by, requested in rows:
-        best = best_stock([by[s] for s in STOCK])
-        limit = rule.limit(best, requested)
-        if not within_limit(rec.refused, limit):
-            over = f"{rec.refused / limit:.1f}x" if limit else "over a limit of 0"
-            misses.append(
-                f"{name}: {rec.policy} refuses {rec.refused:,.0f}, limit {limit:,.0f} "
-                f"({best.policy} refuses {best.refused:,.0f}; {over})"
-            )
+        v = hold(rec, [by[s] for s in STOCK], rule, requested)
+        if v.held or v.limit is None or v.instead is None:  # (the price rule has no limit)
+            continue
+        over = f"{rec.refused / v.limit:.1f}x" if v.limit else "over a limit of 0"
+        misses.append(
+            f"{name}: {rec.policy} refuses {rec.refused:,.0f}, limit {v.limit:,.0f} "
+            f"({v.best.policy} refuses {v.best.refused:,.0f}; {over}); "
+            f"{v.instead.policy} would have held it"
+        )
     verdict = "PASS" if not misses else f"MISS on {len(misses)} of {len(rows)} traces"
     print(f"(d) the recommendation within its rule's limit on the scored half: {verdict}")
     for m in misses:
@@ -333,9 +319,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         print_trace(trace, picks, labels, by, time.perf_counter() - t0)
         for label, pick in zip(labels, picks, strict=True):
             rows[label].append((trace.name, pick, by))
-        half = trace.minutes // 2
-        later = {k: v[half:] for k, v in trace.demand.items()}
-        requested.append(requested_units(replace(trace, demand=later, key_range=None)))
+        requested.append(requested_in(trace, trace.minutes // 2, trace.minutes))
     for label in labels:
         print(f"\ngoals, {label}")
         goals(rows[label])

@@ -535,17 +535,6 @@ def test_an_unknown_argument_shows_its_commands_usage(
     assert err.rstrip().endswith(f"error: unrecognized arguments: {' '.join(argv[-2:])}")
 
 
-def test_tune_given_score_from_says_how_to_score_its_pick(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    with pytest.raises(SystemExit) as exit_info:
-        main(["tune", "--trace", "orders.csv", "--score-from", "2026-01-09T00:00Z"])
-    err = capsys.readouterr().err
-    assert exit_info.value.code == 2
-    assert "unrecognized arguments: --score-from 2026-01-09T00:00Z; tune splits the trace" in err
-    assert "ddb-capacity simulate --trace FILE --policy PICK --score-from ISO" in err
-
-
 # ---------------------------------------------------------------- backtest on moto
 
 

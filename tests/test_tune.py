@@ -696,13 +696,17 @@ def test_right_bills_goal_d_misses_a_pick_past_its_rules_limit_on_the_scored_hal
 
     stock = {p: _c(p, 100 + 10 * n, 50 - n) for n, p in enumerate(STOCK)}  # stock:30 least
     within = (_c("autopilot:70", 100 + 0.0002 * 1_000_000, 40), {**stock}, 1_000_000.0)
-    past = (_c("stock:90", 700, 30), {**stock}, 1_000_000.0)
+    past = (_c("autopilot+stock:90", 700, 30), {**stock}, 1_000_000.0)
     right_bill.goal_d([("a", *within), ("b", *past)], Rule())
     out = capsys.readouterr().out
     assert (
         "(d) the recommendation within its rule's limit on the scored half: MISS on 1 of 2" in out
     )
-    assert "b: stock:90 refuses 700, limit 300 (stock:30 refuses 100; 2.3x)" in out
+    # ... with the stock setting that would have held it: the cheapest within the limit
+    assert (
+        "b: autopilot+stock:90 refuses 700, limit 300 (stock:30 refuses 100; 2.3x); stock:90 "
+        "would have held it" in out
+    )
     right_bill.goal_d([("a", *within)], Rule())
     assert out_line(capsys.readouterr().out) == (
         "(d) the recommendation within its rule's limit on the scored half: PASS"

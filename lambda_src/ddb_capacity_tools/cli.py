@@ -14,7 +14,8 @@
                          [--broker NAME | --store NAME] [--json]
     ddb-capacity tune (--trace FILE.csv | --table NAME [--days N]) [--candidate P ...]
                       [--refusal-tolerance F] [--refusal-floor F] [--refusal-price USD]
-                      [--table-size-gb N] [--ensemble NAME] [--json] [--html FILE.html]
+                      [--table-size-gb N] [--ensemble NAME] [--score-from ISO-8601]
+                      [--json] [--html FILE.html]
     ddb-capacity advise (--table NAME [--index NAME] | --all-tables [--processes N]) [--days N]
                         [--candidate P ...] [--refusal-tolerance F] [--refusal-floor F]
                         [--refusal-price USD] [--json] [--report DIR | s3://BUCKET/PREFIX]
@@ -25,6 +26,9 @@
 
 ``local`` deploys your CDK app to a moto server on 127.0.0.1 and runs one scaler tick
 (`ddb_capacity_tools.local`).
+
+``tune --score-from T`` chooses on the minutes before ``T`` only, then scores the pick,
+every stock setting and on-demand on the minutes from ``T`` on (`tune_scored`).
 
 ``request`` and ``release`` (through a broker, or directly on the hold store) are
 `request_command`'s.
@@ -59,7 +63,7 @@ from . import advise as advise_module
 from . import fleet, local, page, request_command, reserve, reserve_command
 from .cli_options import MAX_PROCESSES, NOT_TUNE, TUNE_DAYS, build_parser
 from .simulator import candidates as candidate_names
-from .simulator import chart, ensemble, report, schedules, tune_options, tune_words
+from .simulator import chart, ensemble, report, schedules, tune_options, tune_scored, tune_words
 from .simulator import tune as tune_module
 from .simulator.backtest import MAX_DAYS, check_days, history, history_end
 from .simulator.chart import ChartError
@@ -70,8 +74,8 @@ from .simulator.prices import PriceError, Prices
 from .simulator.run import DEFAULT_POLICIES, simulate
 from .simulator.scenarios import SCENARIOS, ScenarioError, scenario
 from .simulator.schedules import ScheduleFileError
-from .simulator.text import counted
-from .simulator.trace import Trace, TraceError, key_label, read_csv
+from .simulator.text import counted, span
+from .simulator.trace import Trace, TraceError, cut, key_label, read_csv
 from .tool_errors import OptionError as OptionError
 from .tool_errors import RequestInputError as RequestInputError
 from .tool_errors import option_named
@@ -299,24 +303,37 @@ def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     rule, params, prices, name, candidates = _tuning_options(args)
     if args.html:
         page.check_path(args.html)  # before any work
-    trace = _trace(args, params)
+    _check_score_from(args)  # before a table's history is read
+    whole = _trace(args, params)
     with option_named("--trace" if args.trace else "--table", errors=(tune_module.TuneError,)):
-        tune_module.check_length(trace)  # before any simulation
-    if args.table is not None and advise_module.idle(trace):  # before minutes of simulation
+        tune_module.check_length(whole)  # before any simulation
+    score_from = _score_from(
+        args.score_from, whole, tune_scored.MIN_CHOICE_MINUTES, tune_scored.MIN_SCORED_MINUTES
+    )
+    if args.table is not None and advise_module.idle(whole):  # before minutes of simulation
         days = TUNE_DAYS if args.days is None else args.days
         raise TraceError(f"--table: {args.table}: {advise_module.idle_reason(days, 'tune')}")
+    trace = whole if score_from is None else cut(whole, score_from)  # all the choice sees
     settings = settings_of(name, params, trace)
     progress = None if args.quiet else err
     tuning = tune_module.tune(
         trace, settings, candidates, prices, args.tick, args.workers, rule, progress, size
     )
+    held = None
+    if score_from is not None:
+        held = tune_scored.score(
+            whole, tuning, settings, score_from, prices, args.tick, args.workers, progress
+        )
     if args.html:
-        written = page.write(args.html, page.tune_page(tuning, trace, name, len(settings)))
-        err.write(f"page written to {written}\n")
+        body = page.tune_page(tuning, trace, name, len(settings), held)
+        err.write(f"page written to {page.write(args.html, body)}\n")
     if args.json:
-        out.write(json.dumps({"ensemble": name, **tuning.as_json()}) + "\n")
+        scored = None if held is None else held.as_json()
+        out.write(json.dumps({"ensemble": name, **tuning.as_json(), "scored": scored}) + "\n")
     else:
         out.write(tune_words.table(tuning, trace, name, len(settings)) + "\n")
+        if held is not None:
+            out.write("\n" + tune_scored.text(held, tuning) + "\n")
     return 0
 
 
@@ -474,24 +491,47 @@ def _iso(moment: datetime) -> str:
     return f"{moment:%Y-%m-%dT%H:%M}Z"
 
 
-def _score_from(text: str | None, trace: Trace) -> int | None:
+def _score_from(text: str | None, trace: Trace, before: int = 0, after: int = 1) -> int | None:
     """``--score-from`` as the trace minute it falls in (None: not given); a time without
-    an offset is UTC. Refused outside the trace's minutes."""
+    an offset is UTC. Refused outside the trace's minutes, and where it leaves fewer than
+    ``before`` minutes before it or ``after`` from it on (tune's: what it chooses on and
+    what it scores on)."""
     if text is None:
         return None
-    last = trace.time(trace.minutes - 1)
-    allowed = (
-        f"expected an ISO-8601 time from {_iso(trace.start)} to {_iso(last)} (the trace's minutes)"
+    first, last = before, trace.minutes - after
+    why = (
+        "the trace's minutes"
+        if (before, after) == (0, 1)
+        else f"at least {span(before)} before it to choose on and {counted(after, 'minute')} "
+        f"from it on to score on, of the trace's {trace.minutes:,} from {_iso(trace.start)}"
     )
+    allowed = f"expected an ISO-8601 time from {_iso(trace.time(first))} to "
+    allowed += f"{_iso(trace.time(last))} ({why})"
+    if last < first:
+        allowed = f"expected an ISO-8601 time that leaves {why}: this trace is too short"
     try:
         given = datetime.fromisoformat(text.strip())
         moment = given if given.tzinfo else given.replace(tzinfo=UTC)
         minute = (moment - trace.start) // timedelta(minutes=1)
     except (ValueError, OverflowError):
         raise TraceError(f"--score-from: got {text!r}; {allowed}") from None
-    if not 0 <= minute < trace.minutes:
+    if not first <= minute <= last:
         raise TraceError(f"--score-from: got {text!r}; {allowed}")
     return int(minute)
+
+
+def _check_score_from(args: argparse.Namespace) -> None:
+    """A history's ``--score-from`` (backtest's, ``tune --table``'s) refused before the
+    history is read when it is no ISO-8601 time (its minutes are known once it is read)."""
+    if args.table is None or args.score_from is None:
+        return
+    try:
+        datetime.fromisoformat(args.score_from.strip())
+    except ValueError:
+        raise TraceError(
+            f"--score-from: got {args.score_from!r}; expected an ISO-8601 time within the "
+            f"history (--days to --end)"
+        ) from None
 
 
 def _check_run(args: argparse.Namespace, params: ModelParams) -> None:
@@ -505,14 +545,8 @@ def _check_run(args: argparse.Namespace, params: ModelParams) -> None:
         _policy(name, params.max_capacity)
     if args.ensemble is not None:
         settings_of(args.ensemble, params)
-    if args.command == "backtest" and args.score_from is not None:  # a trace's: its minutes
-        try:
-            datetime.fromisoformat(args.score_from.strip())
-        except ValueError:
-            raise TraceError(
-                f"--score-from: got {args.score_from!r}; expected an ISO-8601 time within the "
-                f"history (--days to --end)"
-            ) from None
+    if args.command == "backtest":  # a trace's: its minutes, once read
+        _check_score_from(args)
     if args.chart:
         chart.check(args.chart)  # before any work: a missing matplotlib is known now
     if args.html:
@@ -643,17 +677,6 @@ def _scenarios(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-UNKNOWN_HINTS = {
-    ("tune", "--score-from"): (
-        "; tune splits the trace itself (it fits on the earlier half and chooses on the "
-        "later half, so its figures are those of the half it chose on): to score its pick on "
-        "minutes it never saw, run `ddb-capacity simulate --trace FILE --policy PICK "
-        "--score-from ISO` over a trace that goes on after the one tuned on"
-    ),
-}
-"""A hint after an option a command does not have, where another command has it."""
-
-
 def main(
     argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
@@ -661,9 +684,8 @@ def main(
     err = err or sys.stderr
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
-    if unknown:
-        hint = UNKNOWN_HINTS.get((args.command, unknown[0].split("=")[0]), "")
-        args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
+    if unknown:  # named by the command's own parser, which shows that command's usage
+        args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         _check_values(parser, args)
         _check_names(args)

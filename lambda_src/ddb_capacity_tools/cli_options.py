@@ -18,7 +18,7 @@ from ddb_capacity_runtime.requests.broker import BROKER_ENV
 
 from . import reserve_command
 from .simulator import candidates as candidate_names
-from .simulator import tune_options
+from .simulator import tune_options, tune_scored
 from .simulator.backtest import MAX_DAYS
 from .simulator.ensemble import ENSEMBLES
 from .simulator.params import BOUNDS, FRACTIONAL, HUNDREDS, OFF, OPTIONAL, ModelParams, bound_text
@@ -221,12 +221,23 @@ def _tune_parser(sub: Any) -> None:
     where.add_argument("--table", metavar="NAME", help="a table's CloudWatch history")
     _history_options(tn, {"help": f"1 to {MAX_DAYS} (default {TUNE_DAYS}; with --table)"})
     _choice_options(tn)
+    tn.add_argument(
+        "--score-from",
+        metavar="ISO-8601",
+        help="choose on the minutes before this time only (at least "
+        f"{tune_scored.MIN_CHOICE_MINUTES:,} of them), then score the pick, every stock "
+        "setting and on-demand on the minutes from it on (at least "
+        f"{tune_scored.MIN_SCORED_MINUTES}), each run over the whole trace; say whether the "
+        "pick held its "
+        "rule there (UTC unless an offset is given; docs: Tune, 'Scoring the pick on the "
+        "days after')",
+    )
     for option in NOT_TUNE:  # refused with a message naming --candidate, never ignored
         tn.add_argument(option, action="append", help=argparse.SUPPRESS)
     _run_options(
         tn,
         '{"ensemble", "candidates", "frontier", "recommended", "reason", "rule", '
-        '"on_demand", "code", "summary", "validation", "warnings", "table_class"}',
+        '"on_demand", "code", "summary", "validation", "warnings", "table_class", "scored"}',
     )
     # the model's --table-size-gb also asks tune for the table class: read by _tune
     size = next(a for a in tn._actions if a.dest == "table_size_gb")

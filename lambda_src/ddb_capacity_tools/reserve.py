@@ -68,6 +68,7 @@ from .simulator.policies import DEFAULT_TICK_MINUTES
 from .simulator.prices import BLOCK_UNITS, RESERVED_VERIFIED, TERMS, Prices
 from .simulator.text import bar, counted
 from .simulator.trace import Trace
+from .simulator.trace import cut as cut_trace
 from .simulator.tune import validate, validation_split
 from .simulator.tune_runs import place_split, run_candidate
 from .tool_errors import ReserveError as ReserveError
@@ -194,17 +195,6 @@ def _unreserved(table: TableHours, rates: Mapping[str, float]) -> TableHours:
     )
 
 
-def _cut(trace: Trace, end: int) -> Trace:
-    """``trace``'s minutes before ``end``."""
-    return replace(
-        trace,
-        demand={k: v[:end] for k, v in trace.demand.items()},
-        key_range=None
-        if trace.key_range is None
-        else {k: v[:end] for k, v in trace.key_range.items()},
-    )
-
-
 RESERVED_TERM = "1y"
 """The term whose rate prices provisioned units when each table's policy is chosen again as
 if its units were reserved (`_recommend`): the dearer of the two, so the choice is the
@@ -224,7 +214,7 @@ def _recommend(trace: Trace, split: int, setup: Setup) -> tuple[str, str, tuple[
     """The policy tune recommends on ``trace``'s minutes before ``split`` at the list prices,
     the one it recommends where every provisioned unit costs the reserved rate of
     `RESERVED_TERM` (the same runs, chosen again), and tune's warnings."""
-    planning = _cut(trace, split)
+    planning = cut_trace(trace, split)
     settings = settings_of(setup.ensemble, setup.params, planning)
     names = list(dict.fromkeys([*setup.candidates, *STOCK, ON_DEMAND]))
     cut = validation_split(planning)

@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..simulator.candidates import Candidate, Tuning, compared_only, with_frontier
+from ..simulator.candidates import MONTH_HOURS, Candidate, Tuning, compared_only, with_frontier
 from ..simulator.ensemble import EnsembleResult, Spread
 from ..simulator.run import DimensionResult
+from ..simulator.tune_scored import Holdout
 from .document import figure, money, table, text
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "candidates_of_ensemble",
     "candidates_of_run",
     "frontier_section",
+    "held_section",
     "hindsight",
 ]
 
@@ -184,4 +186,51 @@ def advice_section(tuning: Tuning, period: str, now: Candidate | None = None) ->
         f"<p>{text(tuning.reason)}</p>"
         "<h3>What to paste</h3>"
         f"<pre><code>{text(tuning.code)}</code></pre>"
+    )
+
+
+def held_section(held: Holdout, tuning: Tuning) -> str:
+    """``tune --score-from``'s scored part, its header naming the two periods: whether the
+    pick held its rule there (`Holdout.sentence`), its figures against the limit, and the
+    pick, every stock setting and on-demand, a month from the scored minutes."""
+    pick, v = held.pick, held.verdict
+    figures = [
+        figure("recommended", pick.policy),
+        figure(
+            "held its rule on the scored part",
+            "yes" if v.held else "no",
+            "good" if v.held else "bad",
+        ),
+        figure("refused units a month, scored", f"{pick.refused:,.0f}"),
+    ]
+    if v.limit is not None:
+        figures += [
+            figure("its rule's limit, chosen part", f"{tuning.limit:,.0f}"),
+            figure("its rule's limit, scored part", f"{v.limit:,.0f}"),
+        ]
+    figures.append(figure("its cost a month, scored", money(pick.cost)))
+    if v.instead is not None:
+        figures.append(figure(f"{v.instead.policy} a month, scored", money(v.instead.cost)))
+    rows = [
+        [
+            (c.policy + (" (recommended)" if c is pick else ""), None),
+            (f"{c.refused:,.0f}", c.refused),
+            (money(c.cost), c.cost),
+            (f"{money(c.cost_usd.min)} to {money(c.cost_usd.max)}", c.cost_usd.max),
+        ]
+        for c in held.candidates
+    ]
+    header = [
+        ("policy", False),
+        ("refused units a month", True),
+        ("cost a month", True),
+        ("cost, min to max", True),
+    ]
+    marks = ['class="recommended"' if c is pick else "" for c in held.candidates]
+    return (
+        f"<h2>The pick on the days after: {text(held.periods())}</h2>"
+        f'<p class="lead">{text(held.sentence())} Every policy ran over the whole trace, '
+        f"learning from the minutes before {text(held.since)}; figures a month "
+        f"({MONTH_HOURS} h), scaled from the {held.minutes:,} scored minutes.</p>"
+        f'<div class="figures">{"".join(figures)}</div>' + table(header, rows, row_attrs=marks)
     )

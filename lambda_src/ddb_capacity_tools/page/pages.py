@@ -16,7 +16,14 @@ from ..simulator.ensemble import EnsembleResult
 from ..simulator.run import DimensionResult
 from ..simulator.text import counted, run_period, run_scope
 from ..simulator.trace import Trace
-from .choice import advice_section, candidates_of_ensemble, candidates_of_run, frontier_section
+from ..simulator.tune_scored import Holdout
+from .choice import (
+    advice_section,
+    candidates_of_ensemble,
+    candidates_of_run,
+    frontier_section,
+    held_section,
+)
 from .document import document, text
 from .timeline import demand_section, series_section
 
@@ -75,18 +82,26 @@ def _validated(v: dict[str, Any], since: str = "") -> str:
     )
 
 
-def tune_page(tuning: Tuning, trace: Trace, ensemble: str, settings: int) -> str:
+def tune_page(
+    tuning: Tuning, trace: Trace, ensemble: str, settings: int, held: Holdout | None = None
+) -> str:
     """``tune``'s page: how its figures were made (the ensemble, the minutes fitted on and
     chosen on, a month), the advice, the frontier with each candidate's spread over the
-    ensemble, and the demand it was tuned on, split where the choosing began."""
+    ensemble, and the demand it was tuned on, split where the choosing began. With
+    ``held`` (``--score-from``: ``trace`` is the part chosen on), the pick scored on the
+    minutes after it (`held_section`), and the demand of the whole trace."""
     scope, split, period = _tuned(tuning, trace, ensemble, settings)
     note = f" The whiskers span the {ensemble} ensemble's {counted(settings, 'setting')}."
     frontier, charts = frontier_section(tuning.candidates, tuning.recommended, period, note)
-    demand, more = demand_section(trace, split)
+    if held is None:
+        demand, more = demand_section(trace, split)
+    else:
+        demand, more = demand_section(held.trace, split, held.score_from)
     warnings = "".join(f'<p class="lead bad">{text(w)}</p>' for w in tuning.warnings)
+    scored = "" if held is None else held_section(held, tuning)
     body = (
         f"<h1>{text(trace.name)}: tune</h1>{_about(trace, scope)}{warnings}"
-        f"{advice_section(tuning, period)}{frontier}{demand}"
+        f"{advice_section(tuning, period)}{scored}{frontier}{demand}"
     )
     return document(f"{trace.name}: tune", body, {"charts": {**charts, **more}})
 

@@ -21,6 +21,7 @@ from .document import money, text
 
 __all__ = [
     "COLORS",
+    "SCORED_AFTER",
     "SPLIT_AFTER",
     "SPLIT_BEFORE",
     "demand_section",
@@ -190,21 +191,34 @@ def series_section(
 SPLIT_BEFORE = "fitted on the earlier part"
 SPLIT_AFTER = "chosen on the later part from here"
 """The words either side of the line where ``tune`` split the history."""
+SCORED_AFTER = "scored from here"
+"""The words after the line where ``tune --score-from`` began to score."""
 
 
-def demand_section(trace: Trace, split: int = 0) -> tuple[str, dict[str, dict[str, Any]]]:
+def demand_section(
+    trace: Trace, split: int = 0, score_from: int = 0
+) -> tuple[str, dict[str, dict[str, Any]]]:
     """The trace's demand alone, one panel per dimension (what ``tune`` and ``advise``
     were given); with ``split`` (0 < split < the trace's minutes), a line where the later
-    part of the history begins: the candidates were fitted before it, chosen after it."""
+    part of the history begins: the candidates were fitted before it, chosen after it
+    (up to ``score_from``, when given: a second line, where the scored minutes begin)."""
     marks = []
     lead = ""
-    if 0 < split < trace.minutes:
+    end = score_from or trace.minutes
+    if 0 < split < end:
         marks.append({"minute": split, "before": SPLIT_BEFORE, "after": SPLIT_AFTER})
         lead = (
             '<p class="lead">The dashed line splits the history: each family of candidates '
             f"was fitted on the {counted(split, 'minute')} before it, and the candidates were "
-            f"chosen on the {counted(trace.minutes - split, 'minute')} after it (from "
+            f"chosen on the {counted(end - split, 'minute')} after it (from "
             f"{trace.time(split):%Y-%m-%d %H:%M} UTC).</p>"
+        )
+    if 0 < score_from < trace.minutes:
+        marks.append({"minute": score_from, "before": "", "after": SCORED_AFTER})
+        lead += (
+            f'<p class="lead">The second line is where the scored part begins: the choice saw '
+            f"none of the {counted(trace.minutes - score_from, 'minute')} after it (from "
+            f"{trace.time(score_from):%Y-%m-%d %H:%M} UTC).</p>"
         )
     charts, parts = {}, []
     for n, (key, demand) in enumerate(trace.demand.items()):

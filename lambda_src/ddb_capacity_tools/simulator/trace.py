@@ -8,7 +8,7 @@ from __future__ import annotations
 import csv
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -68,6 +68,18 @@ class Trace:
 
     def time(self, minute: int) -> datetime:
         return self.start + minute * MINUTE
+
+
+def cut(trace: Trace, end: int) -> Trace:
+    """``trace``'s minutes before ``end`` (all of them when it is shorter): its demand and
+    its key-range refusals alike."""
+    return replace(
+        trace,
+        demand={k: v[:end] for k, v in trace.demand.items()},
+        key_range=None
+        if trace.key_range is None
+        else {k: v[:end] for k, v in trace.key_range.items()},
+    )
 
 
 def _shown(text: str) -> str:

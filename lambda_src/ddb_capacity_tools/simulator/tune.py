@@ -90,6 +90,7 @@ __all__ = [
     "decide",
     "fit",
     "history_warnings",
+    "requested_in",
     "simpler",
     "validate",
     "validation_split",
@@ -233,12 +234,12 @@ def validate(
     (from minute ``split``) by `decide`, every figure scaled to a month of
     `MONTH_HOURS` (a one-time charge counted once, in that month); with ``size_gb``, the
     table class advised on the month's figures at ``prices``."""
-    fitted = fit(early, rule, _requested(trace, 0, split)) if split else {}
+    fitted = fit(early, rule, requested_in(trace, 0, split)) if split else {}
     kept = [c for c in later if fitted.get(family(c.policy), c.policy) == c.policy]
     minutes = trace.minutes - split
     scale = MONTH_MINUTES / minutes
     monthly = with_frontier([scaled(c, scale) for c in kept])
-    requested = _requested(trace, split, trace.minutes) * scale
+    requested = requested_in(trace, split, trace.minutes) * scale
     tuning = decide(
         monthly, rule, trace, params, " a month", scale, requested, size_gb, prices or Prices()
     )
@@ -258,7 +259,7 @@ def validate(
     return replace(tuning, validation=validation, warnings=history_warnings(trace))
 
 
-def _requested(trace: Trace, start: int, end: int) -> float:
+def requested_in(trace: Trace, start: int, end: int) -> float:
     """The units ``trace`` asks for from minute ``start`` to ``end``."""
     return sum(sum(series[start:end]) for series in trace.demand.values()) * 60
 
