@@ -124,7 +124,8 @@ def test_a_pick_that_did_not_hold_names_the_stock_setting_that_would_have(
     assert s["summary"] == (
         f"On the days after {SCORE_FROM} the pick stock:90 refused {median['stock:90']:,.0f} "
         f"units a month, {median['stock:90'] / limit:,.1f} times the limit its rule sets on "
-        f"those days ({limit:,.0f}: {best} refused least there, {median[best]:,.0f}); "
+        f"those days ({limit:,.0f}, from {best}'s {median[best]:,.0f}, the least refused "
+        f"there); "
         f"{s['instead']} would have held it at ${cost[s['instead']]:,.2f} a month (refusing "
         f"{median[s['instead']]:,.0f}), against the pick's ${cost['stock:90']:,.2f}."
     )
@@ -141,7 +142,7 @@ def test_the_scored_figures_are_simulates_from_the_time_on_a_month(tmp_path: Pat
     assert s["summary"] == (
         f"On the days after {SCORE_FROM} the pick stock:90 held its rule: it refused 0 units a "
         f"month, within the limit its rule sets on those days "
-        f"({s['rule']['refusal_limit']:,.0f}: stock:90 refused least there, 0), at "
+        f"({s['rule']['refusal_limit']:,.0f}, from stock:90's 0, the least refused there), at "
         f"${by['stock:90']['cost_usd']['median']:,.2f} a month."
     )
     # AND each stock setting's figures are what simulate counts from that minute on, each
@@ -186,6 +187,34 @@ def test_the_text_and_the_page_show_the_scored_part(tmp_path: Path) -> None:
     # without --score-from: no scored part
     code, out, err = run(*args, "--quiet")
     assert code == 0 and "scored on the days after" not in out
+
+
+def test_under_the_price_rule_the_pick_held_unless_a_stock_setting_did_better_at_it(
+    tmp_path: Path,
+) -> None:
+    path = write_trace(tmp_path, "orders.csv", 3 * DAY, calm_then_bursts)
+    doc = tune(path, "--score-from", SCORE_FROM, "--refusal-price", "1")
+    s = doc["scored"]
+    assert isinstance(s, dict)
+    by = {c["policy"]: c for c in s["candidates"]}
+
+    def at_price(p: str) -> float:
+        return float(by[p]["cost_usd"]["median"] + by[p]["throttled_requests"]["median"] / 1e6)
+
+    better = min(STOCK, key=at_price)
+    assert (s["held"], s["instead"], s["times_limit"]) == (False, better, None)
+    assert s["rule"]["refusal_limit"] is None and s["rule"]["refusal_price"] == 1
+    assert s["summary"].endswith(
+        f"; {better} would have done better at that price: ${at_price(better):,.2f} "
+        f"(${by[better]['cost_usd']['median']:,.2f} a month, refusing "
+        f"{by[better]['throttled_requests']['median']:,.0f})."
+    )
+    # at a price that makes refusals nearly free, the cheapest (the pick) held
+    doc = tune(path, "--score-from", SCORE_FROM, "--refusal-price", "0.001")
+    s = doc["scored"]
+    assert isinstance(s, dict)
+    assert (s["held"], s["instead"]) == (True, None)
+    assert s["summary"].endswith(": no stock setting did better at that price, so it held.")
 
 
 ALLOWED = (

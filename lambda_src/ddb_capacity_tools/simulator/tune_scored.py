@@ -145,8 +145,8 @@ class Holdout:
                 f"{v.instead.refused:,.0f})."
             )
         limit = (
-            f"the limit its rule sets on those days ({v.limit:,.0f}: {v.best.policy} "
-            f"refused least there, {v.best.refused:,.0f})"
+            f"the limit its rule sets on those days ({v.limit:,.0f}, from {v.best.policy}'s "
+            f"{v.best.refused:,.0f}, the least refused there)"
         )
         if v.instead is None:
             return (
