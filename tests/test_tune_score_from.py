@@ -17,6 +17,7 @@ from ddb_capacity_tools.simulator.candidates import MONTH_MINUTES, STOCK, Candid
 from ddb_capacity_tools.simulator.ensemble import Spread, settings_of
 from ddb_capacity_tools.simulator.trace import read_csv
 from ddb_capacity_tools.simulator.tune_scored import hold
+from tests import browser
 from tests.test_cli import run
 
 START = datetime(2026, 1, 5, tzinfo=UTC)
@@ -184,6 +185,9 @@ def test_the_text_and_the_page_show_the_scored_part(tmp_path: Path) -> None:
     assert scored["summary"].replace("'", "&#x27;") in html
     # and the demand, the whole trace's, with a line where the scored part begins
     assert '{"minute":2880,"before":"","after":"scored from here"}' in html
+    loaded = browser.load(page, tmp_path)  # drawn in a browser, without a script error
+    assert loaded.console == [] and 'data-rendered="ok"' in loaded.dom
+    assert "scored from here" in loaded.dom
     # without --score-from: no scored part
     code, out, err = run(*args, "--quiet")
     assert code == 0 and "scored on the days after" not in out
