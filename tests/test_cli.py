@@ -917,6 +917,27 @@ def test_tune_reads_a_tables_history(history_table: HistoryTable) -> None:
     )
 
 
+def test_tune_scores_from_a_time_in_a_tables_history(history_table: HistoryTable) -> None:
+    """``tune --table --score-from``: the history read from CloudWatch is the trace, chosen
+    on before the time and scored from it on."""
+    name, end, *_ = history_table
+    args = ["tune", "--table", name, "--days", "2", "--end", end.isoformat(), "--quiet"]
+    args += ["--candidate", "stock:70", "--workers", "1", "--json"]
+    since = end - timedelta(hours=2)  # the last two hours: the 900/s hour scored
+    code, out, err = run(*args, "--score-from", since.isoformat())
+    assert code == 0, err
+    scored = json.loads(out)["scored"]
+    assert scored["score_from"] == f"{since:%Y-%m-%dT%H:%M}Z"
+    assert (scored["chosen_minutes"], scored["scored_minutes"]) == (2 * 1440 - 120, 120)
+    # a time that leaves less than a day before it: refused, with the history's bounds
+    code, out, err = run(*args, "--score-from", (end - timedelta(days=1, hours=1)).isoformat())
+    first, last = end - timedelta(days=1), end - timedelta(hours=1)
+    assert (code, out) == (2, "")
+    assert (
+        f"; expected an ISO-8601 time from {first:%Y-%m-%dT%H:%M}Z to {last:%Y-%m-%dT%H:%M}Z" in err
+    )
+
+
 def test_tune_refuses_a_table_without_traffic_before_simulating(
     history_table: HistoryTable,
 ) -> None:
