@@ -46,7 +46,7 @@ from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
-from benchmarks.right_bill import SHARED, cut
+from benchmarks.right_bill import SHARED
 from ddb_capacity_tools import fleet
 from ddb_capacity_tools.advise import Advice, Clients, Failure, Setup, advise
 from ddb_capacity_tools.fleet_cost import monthly_cost
@@ -54,7 +54,7 @@ from ddb_capacity_tools.fleet_current import Current
 from ddb_capacity_tools.simulator import ModelParams, read_csv
 from ddb_capacity_tools.simulator.ensemble import settings_of
 from ddb_capacity_tools.simulator.scenarios import diurnal, nightly_batch
-from ddb_capacity_tools.simulator.trace import Trace
+from ddb_capacity_tools.simulator.trace import Trace, cut
 
 #: The nightly advisor's worker memory (MB): 1,769 MB is one full vCPU.
 WORKER_MB = 1769

@@ -69,14 +69,14 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from benchmarks.right_bill import SHARED, cut
+from benchmarks.right_bill import SHARED
 from benchmarks.simulate_noisy_30_days import noisy_diurnal
 from benchmarks.stock_rivals import cheapest_within
 from ddb_capacity_tools.simulator import ModelParams, Prices, parse, read_csv, run_policy
 from ddb_capacity_tools.simulator.candidates import ON_DEMAND, STOCK
 from ddb_capacity_tools.simulator.policies import Spec
 from ddb_capacity_tools.simulator.scenarios import START, diurnal, nightly_batch
-from ddb_capacity_tools.simulator.trace import Trace
+from ddb_capacity_tools.simulator.trace import Trace, cut
 
 TARGETS = (50, 70, 80, 90)
 #: The seed of the generated traces (not the seeds the product's own benchmarks use).
