@@ -8,6 +8,7 @@ from __future__ import annotations
 import html
 import io
 import json
+import math
 import re
 from datetime import UTC, datetime
 from pathlib import Path
@@ -104,10 +105,20 @@ def lead(html: str) -> str:
     return " ".join(re.findall(r'<p class="lead">(.*?)</p>', html))
 
 
+def heading(page_html: str) -> tuple[str, str]:
+    """The page's title and its h1, unescaped."""
+    title = re.search(r"<title>(.*?)</title>", page_html)
+    h1 = re.search(r"<h1>(.*?)</h1>", page_html)
+    assert title is not None and h1 is not None
+    return html.unescape(title.group(1)), html.unescape(h1.group(1))
+
+
 def test_each_pages_header_says_what_its_run_did(tmp_path: Path) -> None:
-    streamed = lead(
-        simulate_page(tmp_path, "--policy", "autopilot+stock:70", "--stream-seconds", "2")
-    )
+    with_stream = simulate_page(tmp_path, "--policy", "autopilot+stock:70", "--stream-seconds", "2")
+    said = "spike: simulation with the table's stream as a signal"
+    assert heading(with_stream) == (said, said)
+    assert heading(simulate_page(tmp_path, "--policy", "stock:70")) == ("spike: simulation",) * 2
+    streamed = lead(with_stream)
     assert "read the table&#x27;s stream as a signal, seen 2 s late" in streamed or (
         "read the table's stream as a signal, seen 2 s late" in streamed
     ), streamed
@@ -139,11 +150,13 @@ DRAWN = """<script>
       labels: Array.prototype.map.call(g.querySelectorAll("text"), function (t) {
         return {text: t.textContent, box: box(t)};
       }),
-      leader: g.querySelector(".leader") !== null
+      leader: g.querySelector(".leader") !== null,
+      classes: g.getAttribute("class").split(" ")
     };
   });
+  var line = svg.querySelector(".frontier-line").getAttribute("d");
   document.body.setAttribute("data-drawn",
-    JSON.stringify({view: view, axes: axes, points: points}));
+    JSON.stringify({view: view, axes: axes, points: points, line: line}));
 }());
 </script></body>"""
 
@@ -233,6 +246,53 @@ def test_every_point_is_named_clear_of_the_axes_on_an_axis_that_holds_it(tmp_pat
     assert any(p["leader"] for p in same)
 
 
+def crosses(box: list[float], a: tuple[float, float], b: tuple[float, float]) -> bool:
+    """Whether the segment from ``a`` to ``b`` passes through ``box`` (sampled every 0.5 px)."""
+    steps = max(1, int(math.hypot(b[0] - a[0], b[1] - a[1]) * 2))
+    return any(
+        box[0] < a[0] + (b[0] - a[0]) * s / steps < box[0] + box[2]
+        and box[1] < a[1] + (b[1] - a[1]) * s / steps < box[1] + box[3]
+        for s in range(steps + 1)
+    )
+
+
+def test_no_label_crosses_the_frontier_and_no_point_hides_another(tmp_path: Path) -> None:
+    # GIVEN the awkward candidates and two more at one place with others: scheduled where
+    # stock:70 is (a point off the frontier under one on it, as a spike run drew them)
+    candidates = with_frontier([*awkward(), made("scheduled", 100_000, 96)])
+    pick = next(c for c in candidates if c.policy == "autopilot+stock:70")
+    drawn = drawn_frontier(candidates, pick, tmp_path)
+    # THEN no label, beside its point, crosses the dashed frontier line
+    corners = [
+        (float(xy.split(",")[0]), float(xy.split(",")[1]))
+        for xy in re.findall(r"[ML]([^ML]+)", drawn["line"])
+    ]
+    assert len(corners) >= 3
+    for p in drawn["points"]:
+        for t in p["labels"]:
+            for a, b in zip(corners, corners[1:], strict=False):
+                assert not crosses(t["box"], a, b), (p["name"], t["box"], a, b)
+    # AND points at one place are each seen: a ring around the ones drawn before it, wider,
+    # and a point off the frontier is never drawn over one on it
+    at: dict[tuple[int, int], list[dict[str, Any]]] = {}
+    for p in drawn["points"]:
+        cx, cy, _ = p["circle"]
+        near = [k for k in at if math.hypot(k[0] - cx, k[1] - cy) < 8]
+        at.setdefault(near[0] if near else (round(cx), round(cy)), []).append(p)
+    stacks = [s for s in at.values() if len(s) > 1]
+    assert {tuple(sorted(p["name"] for p in s)) for s in stacks} >= {
+        ("autopilot+stock:70", "autopilot:70"),
+        ("scheduled", "stock:70"),
+    }
+    for stack in stacks:
+        radii = [p["circle"][2] for p in stack]
+        assert radii == sorted(radii) and len(set(radii)) == len(radii), stack
+        assert all("stacked" in p["classes"] for p in stack[1:]), stack
+        on = [i for i, p in enumerate(stack) if "on-frontier" in p["classes"]]
+        off = [i for i, p in enumerate(stack) if "on-frontier" not in p["classes"]]
+        assert not on or not off or max(off) < min(on), stack
+
+
 def test_a_point_with_no_room_beside_it_is_listed_under_the_chart(tmp_path: Path) -> None:
     """A hundred and forty-two candidates at one place: every one is named, beside the
     point while there is room, then listed under the chart with its figures."""
@@ -265,3 +325,16 @@ def test_ticks_on_a_narrow_cost_range_are_told_apart(tmp_path: Path, low: float)
     costs = [a["text"] for a in drawn["axes"] if a["text"].startswith("$")]
     assert len(costs) >= 3 and len(set(costs)) == len(costs), costs
     assert [value(c) for c in costs] == sorted(value(c) for c in costs)
+
+
+@pytest.mark.parametrize("period", ["a month", "over the trace"])
+def test_every_figure_of_the_frontier_says_what_it_covers(period: str) -> None:
+    body, charts = frontier_section(awkward(), None, period)
+    headers = re.findall(r"<th[^>]*>(.*?)</th>", body)
+    assert [h for h in headers if "refused" in h or "cost" in h] == [
+        f"refused units {period}",
+        f"cost {period}",
+        f"cost {period}, min to max",
+    ]
+    assert charts["frontier"]["x_label"].startswith(f"refused units {period} (")
+    assert f"refused units ({period})" in charts["frontier"]["title"]

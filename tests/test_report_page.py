@@ -239,7 +239,9 @@ def test_simulate_and_a_scored_runs_dollars_say_what_they_cover(tmp_path: Path) 
     charts = data_of(html)["charts"]
     titles = [p["title"] for c in charts.values() for p in c.get("panels", [])]
     assert titles and all("$" not in t or t.endswith(" over the scored part") for t in titles)
-    assert charts["frontier"]["title"].startswith("cost (over the scored part)")
+    assert charts["frontier"]["title"].startswith(
+        "cost against refused units (over the scored part)"
+    )
     whole = tmp_path / "whole.html"
     argv = ["simulate", "--scenario", "diurnal", "--policy", "stock:70", "--quiet"]
     assert cli.main([*argv, "--html", str(whole)], words, io.StringIO()) == 0

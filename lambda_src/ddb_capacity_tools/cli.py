@@ -610,7 +610,8 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write(report.table(results, trace) + "\n")
         if settings:
             out.write("\n" + ensemble.table(spread, args.ensemble, len(settings)) + "\n")
-    _pictures(args, err, results, trace, score_from or 0, spread, run_note(results, trace, params))
+    about = (run_note(results, trace, params), run_title(args.command, params))
+    _pictures(args, err, results, trace, score_from or 0, spread, about)
     return 0
 
 
@@ -629,6 +630,15 @@ def run_note(results: Sequence[Any], trace: Trace, params: Any) -> str:
     return " ".join(words)
 
 
+def run_title(command: str, params: Any) -> str:
+    """What a run's page calls it after its trace's name: a simulation or a backtest, and
+    the signal its policies read beside CloudWatch, if any."""
+    words = "backtest" if command == "backtest" else "simulation"
+    if getattr(params, "stream_seconds", None):
+        words += " with the table's stream as a signal"
+    return words
+
+
 def _pictures(
     args: argparse.Namespace,
     err: TextIO,
@@ -636,10 +646,10 @@ def _pictures(
     trace: Trace,
     score_from: int,
     spread: Sequence[Any],
-    note: str = "",
+    about: tuple[str, str] = ("", "simulation"),
 ) -> None:
-    """The run's ``--chart`` PNG and ``--html`` page (``note``: what the run did), when
-    asked for."""
+    """The run's ``--chart`` PNG and ``--html`` page (``about``: what the run did, and what
+    its page calls it), when asked for."""
     if args.chart:
         written = (
             chart.render_ensemble(spread, trace, args.ensemble, args.chart)
@@ -648,7 +658,8 @@ def _pictures(
         )
         err.write(f"chart written to {written}\n")
     if args.html:
-        body = page.run_page(results, trace, score_from, spread, args.ensemble or "", note)
+        note, title = about
+        body = page.run_page(results, trace, score_from, spread, args.ensemble or "", note, title)
         err.write(f"page written to {page.write(args.html, body)}\n")
 
 

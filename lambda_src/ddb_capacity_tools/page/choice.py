@@ -132,8 +132,8 @@ def frontier_section(
     says what the dollars cover ("over the trace", "a month")."""
     chart = {
         "kind": "frontier",
-        "title": f"cost ({period}) against refused units, one point per candidate",
-        "x_label": "refused units (log scale; 0 at the left)",
+        "title": f"cost against refused units ({period}), one point per candidate",
+        "x_label": f"refused units {period} (log scale; 0 at the left)",
         "points": [_point(c, recommended) for c in candidates],
     }
     rows = []
@@ -156,9 +156,9 @@ def frontier_section(
     header = [
         ("policy", False),
         ("on the frontier", False),
-        ("refused units", True),
+        (f"refused units {period}", True),
         (f"cost {period}", True),
-        ("cost, min to max", True),
+        (f"cost {period}, min to max", True),
     ]
     body = (
         "<h2>The frontier: cost against refusals</h2>"
@@ -224,7 +224,7 @@ def held_section(held: Holdout, tuning: Tuning) -> str:
         ("policy", False),
         ("refused units a month", True),
         ("cost a month", True),
-        ("cost, min to max", True),
+        ("cost a month, min to max", True),
     ]
     marks = ['class="recommended"' if c is pick else "" for c in held.candidates]
     return (

@@ -319,15 +319,36 @@
       return (i ? "L" : "M") + x(p.refused).toFixed(1) + "," + y(p.cost).toFixed(1);
     }).join(""), "class": "frontier-line", "data-series": "frontier",
       "data-points": line.length}, svg);
-    /* The recommendation is drawn last, on top of any point at its place. */
-    var drawn = pts.filter(function (p) { return !p.recommended; })
-      .concat(pts.filter(function (p) { return p.recommended; }));
+    /* No label may cross the frontier's line: each segment, sampled every 3 px, is a box
+       the labels keep clear of. */
+    line.forEach(function (p, i) {
+      if (!i) { return; }
+      var x0 = x(line[i - 1].refused), y0 = y(line[i - 1].cost);
+      var x1 = x(p.refused), y1 = y(p.cost);
+      var steps = Math.max(1, Math.ceil(Math.hypot(x1 - x0, y1 - y0) / 3));
+      for (var s = 0; s <= steps; s++) {
+        placed.push([x0 + (x1 - x0) * s / steps - 1.5, y0 + (y1 - y0) * s / steps - 1.5, 3, 3]);
+      }
+    });
+    /* The rest first, then the frontier, the recommendation last: a point drawn where earlier
+       ones are is a ring around them (wider than the widest there, up to 16 px), so none of
+       the first few at one place is hidden; every one is named by its label. */
+    var rank = function (p) { return p.recommended ? 0 : p.frontier ? 1 : 2; };
+    var drawn = pts.slice().sort(function (a, b) { return rank(b) - rank(a); });
+    var circles = [];
     var marks = drawn.map(function (p) {
+      var cx = x(p.refused), cy = y(p.cost), r = p.recommended ? 7 : 4;
+      var under = circles.filter(function (c) {
+        return Math.hypot(c[0] - cx, c[1] - cy) < c[2] + r;
+      });
+      if (under.length) {
+        r = Math.min(Math.max.apply(null, under.map(function (c) { return c[2]; })) + 3, 16);
+      }
+      circles.push([cx, cy, r]);
       var g = el("g", {"class": "point" + (p.recommended ? " recommended" : "") +
         (p.frontier ? " on-frontier" : "") + (p.compared_only ? " compared" : "") +
-        (p.hindsight ? " reference" : ""),
+        (p.hindsight ? " reference" : "") + (under.length ? " stacked" : ""),
         "data-point": p.name}, svg);
-      var cx = x(p.refused), cy = y(p.cost), r = p.recommended ? 7 : 4;
       if (p.cost_max > p.cost_min || p.refused_max > p.refused_min) {
         el("path", {d: "M" + cx + "," + y(p.cost_min) + "V" + y(p.cost_max) +
           "M" + x(p.refused_min) + "," + cy + "H" + x(p.refused_max), "class": "spread"}, g);
@@ -344,8 +365,7 @@
        the free spot nearest the right of its point (rows 13 px apart, columns 40 px apart,
        either side), inside the plot, with a leader line back to a point it is not beside.
        A label with no free spot is listed under the chart, with its figures. */
-    var rank = function (m) { return m.p.recommended ? 0 : m.p.frontier ? 1 : 2; };
-    var order = marks.slice().sort(function (a, b) { return rank(a) - rank(b); });
+    var order = marks.slice().sort(function (a, b) { return rank(a.p) - rank(b.p); });
     /* The spots to try, nearest first, the same for every label: [row, column, left?]. */
     var offsets = [];
     for (var row = -14; row <= 14; row++) {

@@ -43,11 +43,13 @@ def run_page(
     spread: Sequence[EnsembleResult] = (),
     ensemble: str = "",
     run_note: str = "",
+    title: str = "simulation",
 ) -> str:
     """``simulate``'s or ``backtest``'s page: the time series, then every policy's cost
     against its refusals (min to max over the ensemble, when one ran); ``run_note`` says
-    what this run did (its policies, the signals they saw). Every dollar is the cost over
-    the trace (its scored part, from ``score_from``), and the page says so."""
+    what this run did (its policies, the signals they saw), ``title`` what the page calls
+    it after the trace's name. Every dollar is the cost over the trace (its scored part,
+    from ``score_from``), and the page says so."""
     scored = f"; scored from {trace.time(score_from):%Y-%m-%d %H:%M} UTC" if score_from else ""
     scored += f"; every cost is {run_scope(trace.minutes, score_from)}"
     series, charts = series_section(results, trace, score_from)
@@ -55,8 +57,9 @@ def run_page(
     note = f" The whiskers span the {ensemble} ensemble's settings." if spread else ""
     frontier, more = frontier_section(candidates, None, run_period(score_from), note)
     ran = f'<p class="lead">{text(run_note)}</p>' if run_note else ""
-    body = f"<h1>{text(trace.name)}</h1>{_about(trace, scored)}{ran}{series}{frontier}"
-    return document(f"{trace.name}: simulation", body, {"charts": {**charts, **more}})
+    heading = f"{trace.name}: {title}"
+    body = f"<h1>{text(heading)}</h1>{_about(trace, scored)}{ran}{series}{frontier}"
+    return document(heading, body, {"charts": {**charts, **more}})
 
 
 def _tuned(tuning: Tuning, trace: Trace, ensemble: str, settings: int) -> tuple[str, int, str]:
