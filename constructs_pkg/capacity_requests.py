@@ -316,13 +316,19 @@ class CapacityRequests(Construct):
     # ------------------------------------------------------------------ construction
 
     def _render_hold_store(self) -> dynamodb.Table:
-        return state_store_table(
+        """The hold store, which each table's settle step reads (never lowering it below
+        a hold)."""
+        store = state_store_table(
             self,
             "HoldStore",
             contents="table names, unit counts and expiry times",
             backup_reason="The hold store keeps capacity holds that last 24 hours at most; "
             "point-in-time recovery covers it, and a lost hold only ends a raise early.",
         )
+        for _table, owner, _extra in self._indexes:
+            if owner is not None:
+                owner._read_holds(store)
+        return store
 
     def _configure_tables(self, tables: Sequence[dynamodb.ITable | TableCapacity]) -> None:
         given = table_list(self._where, tables)

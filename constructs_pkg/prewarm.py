@@ -8,10 +8,11 @@ CloudFormation."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from aws_cdk import CfnResource, CustomResource, Duration, RemovalPolicy, Stack
+from aws_cdk import Annotations, CfnResource, CustomResource, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -19,8 +20,15 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
-from ddb_capacity_runtime.settle.settle_plan import SETTLE_WAIT_S
+from ddb_capacity_runtime.core.names import METRICS_NAMESPACE
+from ddb_capacity_runtime.settle.settle_plan import (
+    SETTLE_FUNCTION_DIMENSION,
+    SETTLE_LEFT,
+    SETTLE_WAIT_S,
+)
 
+from .alarm_sink import shared_alarm_topic
+from .alarms import AlarmSet, AlarmSpec, metric, says
 from .compliance import acknowledge, acknowledge_all, skip_checkov
 from .deploy_limits import check_inline_policies
 from .function_options import FunctionConfig
@@ -82,6 +90,8 @@ class _SettleProvider(Construct):
         }
         (on_event, _), (is_complete, self.policy) = made["OnEvent"], made["IsComplete"]
         _grant_reads(self.policy)
+        self.alarms = _settle_left_alarm(self, is_complete)
+        """The step's alarms by id (``SettleLeft``), on the stack's shared alarm topic."""
         assert is_complete.role is not None
         self.role = is_complete.role
         """The role of `is_complete`, the one function that calls DynamoDB: each step's grant
@@ -247,6 +257,43 @@ def _grant_reads(policy: iam.ManagedPolicy) -> None:
     )
 
 
+def _settle_left_alarm(
+    provider: Construct, function: lambda_.Function
+) -> Mapping[str, cloudwatch.Alarm]:
+    """``SettleLeft``: the settle function (``function``) left a dimension at its high-water
+    mark (its ``SettleLeft`` count, for the function, in 5 minutes), notifying the stack's
+    shared alarm topic: the step is the stack's, so is its topic."""
+    alarm_set = AlarmSet(
+        provider,
+        f"the settle step {provider.node.path}",
+        shared_alarm_topic(provider),
+        {},
+        "PROVISION_THEN_SETTLE",
+    )
+    series = {SETTLE_FUNCTION_DIMENSION: function.function_name}
+    alarm_set.add(
+        "SettleLeft",
+        AlarmSpec(
+            metric(METRICS_NAMESPACE, SETTLE_LEFT, dimensions_map=series),
+            says(
+                "The settle step of PROVISION_THEN_SETTLE left a dimension at its high-water "
+                "mark: what bounds its lowering (its traffic, its minimum now, its capacity "
+                "holds) could not be read, so it was not lowered; the deploy went on"
+            ),
+            look=(
+                "the settle-left warnings (table, index, dimension, reason) in the settle "
+                "function's log group; the metric SettleLeft by TableName names the table"
+            ),
+            do=(
+                "fix what the reason names (AccessDenied: redeploy the stack's policies); "
+                "then wait for auto scaling to lower the dimension, or lower it yourself "
+                "with one UpdateTable"
+            ),
+        ),
+    )
+    return alarm_set.alarms
+
+
 FRAMEWORK_ROLES = {"OnEvent": "onEvent", "CompleteAndTimeout": "isComplete and onTimeout"}
 """The provider's framework roles: one for its onEvent function, one shared by its isComplete and
 onTimeout functions (two, as aws-cdk-lib asks, so they form no cycle)."""
@@ -322,7 +369,8 @@ INLINE_REASON = (
     "One inline policy for each PROVISION_THEN_SETTLE table, on the settle function's role, "
     "naming that table alone, so the table's settle step can wait for its own grant: one "
     "policy naming every table would make a table ordered after another wait for itself "
-    "(a cycle CloudFormation refuses). It allows DescribeTable and UpdateTable on the table."
+    "(a cycle CloudFormation refuses). It allows DescribeTable and UpdateTable on the table "
+    "and, for a table a CapacityRequests serves, Query on that construct's hold store."
 )
 """Why each table's grant is an inline policy."""
 
@@ -366,7 +414,7 @@ class SettleStep(Construct):
         super().__init__(scope, id)
         self._targets: list[dict[str, Any]] = []
         provider = settle_provider(self, where, config)
-        grant = _grant(self, provider, table)
+        grant = self._grant = _grant(self, provider, table)
         # Not "Resource": CloudFormation cannot change a custom resource's ServiceToken, so
         # the step served by the provider has a new id, which replaces the one served by a
         # single function before it (the old one's Delete goes to the old function).
@@ -383,6 +431,32 @@ class SettleStep(Construct):
         # called only once its grant is attached, and deleted before it goes; the grant names
         # this table alone, so a table made to depend on another forms no cycle
         self.resource.node.add_dependency(grant)
+
+    def read_holds(self, store: dynamodb.ITable) -> None:
+        """Let the step read the table's capacity holds in ``store``, the hold store of the
+        ``CapacityRequests`` that serves it (its ``HoldStore`` property, and Query on the
+        store in the table's grant), so it lowers no dimension below its active holds where
+        no minimum says them (a fixed capacity, a new table's). A store of another stack
+        is not read, with a warning: that stack refers to the table already, so the step
+        referring to the store would make the two stacks depend on each other."""
+        if Stack.of(store) is not Stack.of(self):
+            Annotations.of(self).add_warning_v2(
+                "ddb-capacity:settle-holds-elsewhere",
+                f"the settle step of table {self.node.scope.node.path if self.node.scope else ''} "
+                f"does not read the capacity holds of {store.node.path}, a hold store of another "
+                "stack (its stack refers to this one's table, so the step referring to the store "
+                "would make the two stacks depend on each other): a new table is settled to "
+                "min_capacity whatever it holds; put the CapacityRequests in the table's stack",
+            )
+            return
+        cfn = self.resource.node.default_child
+        assert isinstance(cfn, CfnResource)
+        cfn.add_property_override("HoldStore", store.table_name)
+        self._grant.add_statements(
+            iam.PolicyStatement(
+                sid="ReadHolds", actions=["dynamodb:Query"], resources=[store.table_arn]
+            )
+        )
 
     def add_target(
         self,

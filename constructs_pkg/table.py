@@ -307,6 +307,7 @@ class TableCapacity(TableDelegation, Construct):
         self._capacity: dict[str | None, dict[str, Capacity]] = {}
         self._scalable: dict[tuple[str | None, str], dynamodb.IScalableTableAttribute] = {}
         self._settle: SettleStep | None = None
+        self._hold_store: dynamodb.ITable | None = None  # a serving CapacityRequests'
         self._ranges: dict[tuple[str | None, str], tuple[int, int]] = {}
         self._schedule = TableSchedule(where, self._ranges, table_quota, now=datetime.now(UTC))
         self._rendered: dict[tuple[str | None, str], ScheduledActions] = {}
@@ -442,6 +443,13 @@ class TableCapacity(TableDelegation, Construct):
         self._manage(index_name)
         for listener in self._index_listeners:
             listener(index_name)
+
+    def _read_holds(self, store: dynamodb.ITable) -> None:
+        """(``CapacityRequests``) the table's settle step, made now or later, reads its
+        capacity holds in ``store`` (`prewarm.SettleStep.read_holds`)."""
+        self._hold_store = store
+        if self._settle is not None:
+            self._settle.read_holds(store)
 
     def on_index_added(self, listener: Callable[[str], None]) -> None:
         """Call ``listener(index_name)`` for every GSI added from now on (a scaler that
@@ -615,6 +623,8 @@ class TableCapacity(TableDelegation, Construct):
                         where=self._where,
                         config=self._settle_config,
                     )
+                    if self._hold_store is not None:
+                        self._settle.read_holds(self._hold_store)
                 self._settle.add_target(
                     index_name,
                     dimension,

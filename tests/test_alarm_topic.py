@@ -16,7 +16,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Annotations, Match, Template
 
 from constructs_pkg.alarm_sink import SHARED_ALARMS_ID
-from constructs_pkg.capacity import Capacity
+from constructs_pkg.capacity import Capacity, PrewarmMethod
 from constructs_pkg.capacity_requests import CapacityRequests
 from constructs_pkg.fast_path import FastPath
 from constructs_pkg.fleet_advisor import FleetAdvisor
@@ -184,6 +184,19 @@ def _global_capacity(s: cdk.Stack, t: ProvisionedTable) -> None:
     GlobalTableCapacity(s, "G", table=_global_table(s, t), high_water_mark=HighWaterMark(read=50))
 
 
+def _catalog(s: cdk.Stack, _t: ProvisionedTable, mark: int | None = 50) -> None:
+    """A second table, its read pre-warmed by PROVISION_THEN_SETTLE to ``mark`` (None: the
+    same table without one, what the settle step is counted over)."""
+    ProvisionedTable(
+        s,
+        "Catalog",
+        partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+        read=Capacity(min_capacity=5, max_capacity=100, high_water_mark=mark),
+        write=Capacity(min_capacity=5, max_capacity=100),
+        prewarm=PrewarmMethod.PROVISION_THEN_SETTLE,
+    )
+
+
 FOOTPRINTS: dict[str, tuple[Callable[[cdk.Stack, ProvisionedTable], object], Any]] = {
     "ThrottleAwareScaler": (lambda s, t: ThrottleAwareScaler(s, "S", tables=[t]), None),
     "CapacityRequests": (lambda s, t: CapacityRequests(s, "R", tables=[t]), None),
@@ -198,6 +211,7 @@ FOOTPRINTS: dict[str, tuple[Callable[[cdk.Stack, ProvisionedTable], object], Any
     "FleetAdvisor": (lambda s, _t: FleetAdvisor(s, "A"), None),
     "NightlyTuning": (_tuning, _scaler_and_advisor),
     "GlobalTableCapacity": (_global_capacity, _global_table),
+    "ProvisionedTable, PROVISION_THEN_SETTLE": (_catalog, lambda s, t: _catalog(s, t, None)),
 }
 """Each row of the table: what makes it, and what it is counted over (None: the table alone)."""
 

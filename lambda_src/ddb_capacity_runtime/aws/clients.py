@@ -181,6 +181,14 @@ def settle_autoscaling_client() -> ApplicationAutoScalingClient:
     return boto3.client("application-autoscaling", config=config)
 
 
+def settle_store_client() -> DynamoDBClient:
+    """The settle function's DynamoDB client for its read of a hold store, bounded as its
+    read of the minimums (`SETTLE_MINIMUMS_READ_TIMEOUT_SECONDS`: some 11 s)."""
+    import boto3
+
+    return boto3.client("dynamodb", config=_settle_reads(SETTLE_MINIMUMS_READ_TIMEOUT_SECONDS))
+
+
 def call_bound(client: Any) -> float:
     """The longest one call of ``client`` can take, from its own configuration: every
     attempt waiting its connect and read timeouts, and the longest backoff between them

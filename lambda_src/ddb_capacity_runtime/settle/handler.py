@@ -23,7 +23,12 @@ further than what its traffic of the last minutes needs at its target utilizatio
 its scalable target's MinCapacity now (a capacity request's hold or a scheduled action may
 have raised it: `minimums.live_minimums`), and not at all where either is unknown
 (`traffic.traffic_needs`; ``settle-left``), for auto scaling to lower. A new table (a
-Create) has no traffic, and settles to its operating capacity.
+Create) has no traffic, and settles to its operating capacity. A step whose properties name
+the hold store of the ``CapacityRequests`` serving the table (``HoldStore``) lowers no
+dimension below its active holds where no minimum says them (a fixed capacity, and every
+dimension of a Create: `live_holds.held_levels`), and none whose holds are unknown. Every
+dimension left at its mark is logged (``settle-left``) and counted (`SETTLE_LEFT`), which
+the step's alarm watches.
 
 Layers: `plan.plan_settle` is pure; `settle_table` talks to DynamoDB through a
 client passed in; `on_event` and `is_complete` are the thin entry points (the provider
@@ -33,6 +38,7 @@ answers CloudFormation).
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -42,17 +48,25 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from ..aws import table_calls
-from ..aws.clients import dynamodb_client, settle_autoscaling_client, settle_cloudwatch_client
+from ..aws.clients import (
+    dynamodb_client,
+    settle_autoscaling_client,
+    settle_cloudwatch_client,
+    settle_store_client,
+)
 from ..aws.error_codes import error_code
 from ..core.errors import SettleError as SettleError
 from ..core.errors import shown, shown_text, with_notes
-from ..core.names import is_table_name
+from ..core.names import METRICS_NAMESPACE, is_table_name
 from ..core.validators import whole_text
-from ..events import log_event
+from ..events import LAMBDA_ENV, emf_record, emit_metrics, log_event
+from .live_holds import held_levels
 from .minimums import live_minimums
 from .settle_plan import (
     PERMISSION_WAIT_S,
     PROVISIONED_WITHIN_S,
+    SETTLE_FUNCTION_DIMENSION,
+    SETTLE_LEFT,
     SETTLE_WAIT_S,
     SettleTarget,
     at_mark,
@@ -99,14 +113,15 @@ def settle_table(
         )
         return None
     fields: dict[str, Any] = {"update": update}
-    if lowest:  # a live table: what its traffic needs, and its minimum now
+    if lowest:  # a live table: what its traffic needs, its minimum now, its holds' level
         fields["traffic"] = [
             {
                 "index": i,
                 "dimension": d,
-                "peak": round(needs.peaks[(i, d)], 1),
-                "need": needs.floors[(i, d)],
+                "peak": round(needs.peaks[(i, d)], 1) if (i, d) in needs.peaks else None,
+                "need": needs.floors.get((i, d)),
                 "min_capacity": needs.minimums.get((i, d)),
+                "held": needs.held.get((i, d)),
             }
             for i, d in lowest
         ]
@@ -143,6 +158,20 @@ def _properties(event: Mapping[str, Any], key: str = "ResourceProperties") -> Ma
     return props
 
 
+def _hold_store(props: Mapping[str, Any]) -> str | None:
+    """The properties' ``HoldStore``: absent or empty (None: the step reads no holds), or
+    the name of a hold store table."""
+    store = props.get("HoldStore")
+    if store is None or store == "":
+        return None
+    if not is_table_name(store):
+        raise ValueError(
+            f"ResourceProperties.HoldStore must be empty or the name of the hold store table "
+            f"of the CapacityRequests serving the table; got {shown(store)}"
+        )
+    return str(store)
+
+
 def _previous(
     event: Mapping[str, Any], name: str, targets: list[SettleTarget]
 ) -> list[SettleTarget] | None:
@@ -177,6 +206,7 @@ def on_event(
         props = _properties(event)
         physical = event.get("PhysicalResourceId") or f"{props['TableName']}-settle"
         parse_targets(props.get("Targets"))
+        _hold_store(props)
         settle_by = int(clock() + SETTLE_WAIT_S)
         return {"PhysicalResourceId": physical, "Data": {"SettleBy": str(settle_by)}}
 
@@ -188,20 +218,29 @@ def is_complete(
     clock: Callable[[], float] = time.time,
     cloudwatch: CloudWatchClient | None = None,
     autoscaling: ApplicationAutoScalingClient | None = None,
+    holds: DynamoDBClient | None = None,
 ) -> dict[str, Any]:
     """The provider's call every few seconds until done: settles the table once it and its
     GSIs are ACTIVE (``Data.Settled`` says whether an UpdateTable was sent); a table not
-    ACTIVE by ``SettleBy`` fails the step. Delete is done at once."""
+    ACTIVE by ``SettleBy`` fails the step. Delete is done at once. ``cloudwatch``,
+    ``autoscaling`` and ``holds`` (a DynamoDB client of the hold store): the readers of a
+    table's traffic, minimums and holds (default: the function's own)."""
     with _failures(event):
         if event.get("RequestType") not in ("Create", "Update"):
             return {"IsComplete": True}
         props = _properties(event)
         name = props["TableName"]
         targets = parse_targets(props.get("Targets"))
+        store = _hold_store(props)
         settle_by = _settle_by(event, name, clock())
         try:
             settled = _settle_when_active(
-                event, name, targets, settle_by, (dynamodb, cloudwatch, autoscaling), clock
+                event,
+                (name, store),
+                targets,
+                settle_by,
+                (dynamodb, cloudwatch, autoscaling, holds),
+                clock,
             )
         except ClientError as exc:
             status = _waited_out(exc, clock() - (settle_by - SETTLE_WAIT_S))
@@ -242,28 +281,39 @@ def _settle_by(event: Mapping[str, Any], name: str, now: float) -> int:
     return settle_by
 
 
+Clients = tuple[
+    "DynamoDBClient | None",
+    "CloudWatchClient | None",
+    "ApplicationAutoScalingClient | None",
+    "DynamoDBClient | None",
+]
+"""The settle step's clients given (None: the function's own): its table's, its traffic's,
+its minimums' and its hold store's."""
+
+
 def _settle_when_active(
     event: Mapping[str, Any],
-    name: str,
+    table: tuple[str, str | None],
     targets: list[SettleTarget],
     settle_by: int,
-    clients: tuple[
-        DynamoDBClient | None, CloudWatchClient | None, ApplicationAutoScalingClient | None
-    ],
+    clients: Clients,
     clock: Callable[[], float],
 ) -> bool | str:
-    """Whether the table was settled (an UpdateTable sent) once it and its GSIs are ACTIVE;
-    its status while they are not. On an Update of the same table (a live one), the
-    traffic and the minimums now of the dimensions to lower are read first
-    (`_live_needs`)."""
+    """Whether the table (``table``: its name and its hold store's, if any) was settled (an
+    UpdateTable sent) once it and its GSIs are ACTIVE; its status while they are not. On an
+    Update of the same table (a live one), the traffic and the minimums now of the
+    dimensions to lower are read first (`_live_needs`); with a hold store, the holds of
+    those no minimum bounds (`_held`). Each dimension left at its mark is counted
+    (`_left`)."""
+    name, store = table
     dynamodb = clients[0] or dynamodb_client()
     description = table_calls.describe(dynamodb, name)
     if not _is_active(description):
         return str(description["TableStatus"])
     since = settle_by - SETTLE_WAIT_S - PROVISIONED_WITHIN_S
     previous = _previous(event, name, targets)
-    chosen = to_settle(description, targets, previous, since)
-    needs = None
+    chosen = at_mark(description, to_settle(description, targets, previous, since))
+    needs = Needs()
     if previous is not None:  # an Update of the same table: it is live
         cloudwatch, autoscaling = clients[1], clients[2]
         needs = _live_needs(
@@ -272,10 +322,14 @@ def _settle_when_active(
                 lambda: autoscaling or settle_autoscaling_client(),
             ),
             name,
-            at_mark(description, chosen),
+            chosen,
             clock(),
         )
-        chosen = [t for t in chosen if t.key not in needs.left]
+    if store is not None:
+        reader = clients[3]
+        _held(lambda: reader or settle_store_client(), (name, store), chosen, needs, clock())
+    _left(name, chosen, needs)
+    chosen = [t for t in chosen if t.key not in needs.left]
     return settle_table(dynamodb, description, chosen, needs) is not None
 
 
@@ -287,26 +341,65 @@ def _live_needs(
 ) -> Needs:
     """What the traffic of the live table ``name`` needs of the ``targets`` to lower
     (`traffic.traffic_needs`), then the minimums now of those whose need is known
-    (`minimums.live_minimums`, made by the second of ``clients``); each dimension left at
-    its mark for want of either is logged (``settle-left``): auto scaling lowers it later,
-    and the deploy goes on."""
+    (`minimums.live_minimums`, made by the second of ``clients``); each dimension whose
+    need or minimum is unknown is ``left``."""
     needs = traffic_needs(clients[0], name, targets, datetime.fromtimestamp(now, UTC))
     minimums = live_minimums(clients[1], name, [t for t in targets if t.key not in needs.left])
     needs.minimums.update(minimums.held)
     needs.left.update(minimums.left)
-    for t in targets:
-        if t.key in needs.left:
-            log_event(
-                "settle-left",
-                level=logging.WARNING,
-                table=name,
-                index=t.index,
-                dimension=t.dimension,
-                high_water_mark=t.high_water_mark,
-                reason=needs.left[t.key],
-                consequence="left at its high-water mark, for auto scaling to lower",
-            )
     return needs
+
+
+def _held(
+    client: Callable[[], DynamoDBClient],
+    table: tuple[str, str],
+    targets: list[SettleTarget],
+    needs: Needs,
+    now: float,
+) -> None:
+    """The active holds' level (`live_holds.held_levels`, from the hold store ``table[1]``) in
+    ``needs`` for each of ``targets`` no minimum now bounds and not left yet: a fixed
+    capacity, and on a Create (no minimum read) every dimension; those whose holds are
+    unknown are ``left``."""
+    read = [
+        t
+        for t in targets
+        if t.key not in needs.left and (t.target_utilization is None or t.key not in needs.floors)
+    ]
+    found = held_levels(client, table[1], table[0], read, datetime.fromtimestamp(now, UTC))
+    needs.held.update(found.held)
+    needs.left.update(found.left)
+
+
+def _left(name: str, targets: list[SettleTarget], needs: Needs) -> None:
+    """Each of ``targets`` left at its mark (``needs.left``) logged (``settle-left``) and, in
+    a Lambda function, counted (`SETTLE_LEFT`, for the table and for the settle function):
+    auto scaling lowers it later, and the deploy goes on."""
+    left = [t for t in targets if t.key in needs.left]
+    for t in left:
+        log_event(
+            "settle-left",
+            level=logging.WARNING,
+            table=name,
+            index=t.index,
+            dimension=t.dimension,
+            high_water_mark=t.high_water_mark,
+            reason=needs.left[t.key],
+            consequence="left at its high-water mark, for auto scaling to lower",
+        )
+    function = os.environ.get(LAMBDA_ENV, "").strip()
+    if left and function:
+        record = emf_record(
+            METRICS_NAMESPACE,
+            {SETTLE_LEFT: len(left)},
+            time.time(),
+            store=function,
+            table=name,
+            unit=None,
+            undimensioned=(SETTLE_LEFT,),
+            dimension=SETTLE_FUNCTION_DIMENSION,
+        )
+        emit_metrics(record)
 
 
 def _waited_out(exc: ClientError, elapsed: float) -> str:

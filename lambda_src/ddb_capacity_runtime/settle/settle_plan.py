@@ -31,6 +31,14 @@ PROVISIONED_WITHIN_S = 3600
 """How long before the settle step's first call CloudFormation may have created the table for
 the step to take it for this deploy's (a creation takes minutes; one that takes longer, an
 import among them, is not settled, and stays at its marks)."""
+SETTLE_LEFT = "SettleLeft"
+"""The settle function's count of the dimensions it left at their high-water mark for want of
+what bounds their lowering (their traffic, their minimum now or their holds: ``settle-left``),
+per table (dimension ``TableName``) and for the stack's settle step (`SETTLE_FUNCTION_DIMENSION`),
+which the step's alarm watches."""
+SETTLE_FUNCTION_DIMENSION = "SettleFunction"
+"""The dimension of the settle step's counts that are not per table: the name of the settle
+function that sends them, one a stack (the step has no state store to name its deployment)."""
 PERMISSION_WAIT_S = 300
 """How long from the settle step's first call an ``AccessDeniedException`` is taken for its
 permission possibly not yet in force, and asked again at the provider's next call: the step

@@ -48,20 +48,24 @@ class Needs:
     """What the traffic of the targets read says: ``floors``, the capacity each dimension
     whose traffic is known needs (at most its mark), with its ``peaks`` (consumed units per
     second); ``left``, why each other one must stay at its mark. ``minimums``: each
-    dimension's scalable target's MinCapacity now, once read (`minimums.live_minimums`)."""
+    dimension's scalable target's MinCapacity now, once read (`minimums.live_minimums`);
+    ``held``: the level of each held dimension's active holds, once read (`live_holds`)."""
 
     floors: dict[Dim, int] = field(default_factory=dict)
     peaks: dict[Dim, float] = field(default_factory=dict)
     left: dict[Dim, str] = field(default_factory=dict)
     minimums: dict[Dim, int] = field(default_factory=dict)
+    held: dict[Dim, int] = field(default_factory=dict)
 
     @property
     def lowest(self) -> dict[Dim, int]:
-        """How low each dimension not ``left`` may be lowered: what its traffic needs, or
-        its minimum now where that is higher (the floors `settle_plan.plan_settle` takes)."""
+        """How low each dimension not ``left`` may be lowered: what its traffic needs, its
+        minimum now, or its holds' level, whichever is highest (the floors
+        `settle_plan.plan_settle` takes); a dimension with none of them is not here."""
+        keys = [*self.floors, *(k for k in self.held if k not in self.floors)]
         return {
-            key: max(floor, self.minimums.get(key, floor))
-            for key, floor in self.floors.items()
+            key: max(self.floors.get(key, 0), self.minimums.get(key, 0), self.held.get(key, 0))
+            for key in keys
             if key not in self.left
         }
 

@@ -1,0 +1,316 @@
+"""The settle step never lowers a dimension below the active capacity holds of the hold store
+its properties name (``HoldStore``) where no minimum says them: a fixed capacity (no scalable
+target), and every dimension of a new table (a Create). Where those holds are not known, the
+dimension stays at its mark, and every dimension left at its mark is counted (``SettleLeft``,
+per table and for the settle function). The hold store is a moto server's DynamoDB table (a
+Stubber for the denial moto cannot produce); the settled table's answers are stubbed as in
+the other settle tests."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from ddb_capacity_runtime.aws.clients import call_bound, settle_store_client
+from ddb_capacity_runtime.settle.handler import SettleError, is_complete, on_event
+from ddb_capacity_tools.local_aws import create_store_table
+from tests.test_settle_live import (
+    autoscaling as autoscaling,  # noqa: F401 (fixture)
+)
+from tests.test_settle_live import (
+    cloudwatch as cloudwatch,  # noqa: F401 (fixture)
+)
+from tests.test_settle_live import described, left_events, stubbed, table_name, targets
+
+from .conftest import cfn_event
+
+FUNCTION = "Stack-CapacitySettleProviderIsComplete-abc123"
+"""The settle function's name, as Lambda sets it (``AWS_LAMBDA_FUNCTION_NAME``)."""
+
+
+@pytest.fixture
+def dynamodb(aws_client: Any) -> Any:
+    return aws_client("dynamodb")
+
+
+@pytest.fixture
+def store(dynamodb: Any) -> str:
+    """A hold store of its own, as ``CapacityRequests`` makes it."""
+    name = f"holds-{uuid.uuid4().hex[:8]}"
+    create_store_table(dynamodb, name)
+    return name
+
+
+@pytest.fixture
+def in_lambda(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", FUNCTION)
+
+
+def hold(
+    dynamodb: Any,
+    store: str,
+    table: str,
+    sk: str,
+    units: int,
+    *,
+    baseline: int = 100,
+    expires_in: float = 900,
+) -> None:
+    """One hold of ``units`` over ``baseline`` on the dimension ``sk`` of ``table``, as the
+    broker writes it (its level: ``baseline + units``)."""
+    fields = {
+        "units": {"N": str(units)},
+        "expires": {"N": str(int(time.time() + expires_in))},
+        "baseline": {"N": str(baseline)},
+    }
+    dynamodb.put_item(
+        TableName=store,
+        Item={
+            "pk": {"S": table},
+            "sk": {"S": sk},
+            "base": {"N": "100"},
+            "holds": {"M": {uuid.uuid4().hex: {"M": fields}}},
+        },
+    )
+
+
+def update_event(name: str, store: str | None, utilization: Any = None) -> dict[str, Any]:
+    """An Update raising the marks of ``name`` (read 1,000 -> 2,000, write 400 -> 500, the
+    GSI's read 800 -> 1,000), its targets fixed capacities unless ``utilization``."""
+    props: dict[str, Any] = {"TableName": name, "Targets": targets(2000, 500, utilization)}
+    if store is not None:
+        props["HoldStore"] = store
+    event = {
+        **cfn_event("Update", props),
+        "OldResourceProperties": {
+            **props,
+            "ServiceToken": "arn",
+            "Targets": targets(1000, 400, utilization, gsi_mark=800),
+        },
+        "PhysicalResourceId": f"{name}-settle",
+    }
+    return {**event, **on_event(event, None)}
+
+
+def create_event(name: str, store: str | None) -> dict[str, Any]:
+    """The Create of a step on the new table ``name``, its targets auto-scaled."""
+    props: dict[str, Any] = {"TableName": name, "Targets": targets(2000, 500)}
+    if store is not None:
+        props["HoldStore"] = store
+    event = cfn_event("Create", props)
+    return {**event, **on_event(event, None)}
+
+
+def new_table(name: str) -> dict[str, Any]:
+    """``name`` created a minute ago at its marks."""
+    return {**described(name), "CreationDateTime": datetime.now(UTC) - timedelta(minutes=1)}
+
+
+def settled_to(name: str, read: int, write: int = 5, gsi_read: int = 10) -> dict[str, Any]:
+    """The UpdateTable that settles ``name``'s table and its GSI's read as given."""
+    return {
+        "TableName": name,
+        "ProvisionedThroughput": {"ReadCapacityUnits": read, "WriteCapacityUnits": write},
+        "GlobalSecondaryIndexUpdates": [
+            {
+                "Update": {
+                    "IndexName": "bySku",
+                    "ProvisionedThroughput": {
+                        "ReadCapacityUnits": gsi_read,
+                        "WriteCapacityUnits": 5,
+                    },
+                }
+            }
+        ],
+    }
+
+
+def settle(
+    event: dict[str, Any],
+    table: dict[str, Any],
+    update: dict[str, Any] | None,
+    holds: Any,
+    cloudwatch: Any = None,
+    autoscaling: Any = None,
+) -> dict[str, Any]:
+    """One call of is_complete on ``table``, expecting exactly the UpdateTable ``update``
+    (None: none); ``holds``: the hold store's reader."""
+    client = stubbed()
+    with Stubber(client) as stubber:
+        stubber.add_response("describe_table", {"Table": table}, {"TableName": table["TableName"]})
+        if update is not None:
+            stubber.add_response("update_table", {"TableDescription": {}}, update)
+        answer = is_complete(
+            event,
+            None,
+            dynamodb=client,
+            cloudwatch=cloudwatch,
+            autoscaling=autoscaling,
+            holds=holds,
+        )
+        stubber.assert_no_pending_responses()
+    return answer
+
+
+def counts(capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
+    """The EMF records written to standard output."""
+    out = capsys.readouterr().out
+    return [json.loads(line) for line in out.splitlines() if line.startswith('{"_aws"')]
+
+
+@pytest.mark.parametrize(
+    ("level", "read_after"),
+    [(1000, 1000), (2000, None), (3000, None)],
+    ids=["held-below-its-mark", "held-at-its-mark", "held-above-its-mark"],
+)
+def test_an_update_never_lowers_a_fixed_capacity_below_its_active_holds(
+    dynamodb: Any, store: str, caplog: pytest.LogCaptureFixture, level: int, read_after: int | None
+) -> None:
+    # GIVEN a table of fixed capacities (no scalable target) whose read a batch job's capacity
+    # request holds at ``level`` (100 of traffic when it was made, plus its units), and an
+    # expired hold on its write; the deploy raised its marks
+    name = table_name()
+    hold(dynamodb, store, name, "table:read", level - 100)
+    hold(dynamodb, store, name, "table:write", 400, expires_in=-60)
+    # WHEN the settle step, told the hold store, runs
+    with caplog.at_level(logging.INFO):
+        answer = settle(
+            update_event(name, store),
+            described(name),
+            settled_to(name, read_after or 2000),
+            dynamodb,
+        )
+    # THEN the read goes no lower than its holds' level (at or above its mark: left there),
+    # the write (its hold expired) and the GSI's read to their operating capacity
+    assert answer == {"IsComplete": True, "Data": {"Settled": "true"}}
+    assert left_events(caplog) == []
+    (event,) = [vars(r) for r in caplog.records if r.getMessage() == "settle"]
+    assert [(t["index"], t["dimension"], t["held"]) for t in event["traffic"]] == [
+        (None, "read", level)
+    ]
+
+
+def test_a_create_never_lowers_a_new_table_below_its_active_holds(
+    dynamodb: Any, store: str
+) -> None:
+    # GIVEN a new table, auto-scaled, whose GSI's read a capacity request held at 700 before
+    # its settle step ran (a new table's minimums are not read)
+    name = table_name()
+    hold(dynamodb, store, name, "index/bySku:read", 600)
+    # WHEN its settle step's Create runs: THEN the GSI's read goes no lower than 700, the
+    # table's dimensions to their operating capacity
+    answer = settle(
+        create_event(name, store), new_table(name), settled_to(name, 100, 5, 700), dynamodb
+    )
+    assert answer == {"IsComplete": True, "Data": {"Settled": "true"}}
+
+
+def test_a_step_without_a_hold_store_reads_no_holds(dynamodb: Any, store: str) -> None:
+    # GIVEN a held fixed capacity, but a step whose properties name no hold store (a table no
+    # CapacityRequests serves): THEN it is lowered to its operating capacity, as configured
+    name = table_name()
+    hold(dynamodb, store, name, "table:read", 900)
+    answer = settle(update_event(name, None), described(name), settled_to(name, 100), None)
+    assert answer["Data"]["Settled"] == "true"
+
+
+def denied() -> Any:
+    client = boto3.client(
+        "dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    stubber = Stubber(client)
+    stubber.add_client_error("query", "AccessDeniedException", "no")
+    stubber.activate()
+    return client
+
+
+@pytest.mark.parametrize(
+    ("case", "reason"),
+    [
+        ("denied", "its capacity holds could not be read (hold store holds-"),
+        ("no-store", "ResourceNotFoundException"),
+        ("malformed", "malformed hold(s) of table read: what it holds is not known"),
+    ],
+)
+@pytest.mark.usefixtures("in_lambda")
+def test_a_fixed_capacity_whose_holds_are_unknown_stays_at_its_mark_and_is_counted(
+    dynamodb: Any,
+    store: str,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+    case: str,
+    reason: str,
+) -> None:
+    # GIVEN a table of fixed capacities whose holds cannot be known: the store's Query is
+    # denied, the store is gone, or it holds a hold no component could have written on the
+    # read (units above any table's quota)
+    name = table_name()
+    reader, named = dynamodb, store
+    if case == "denied":
+        reader = denied()
+    elif case == "no-store":
+        named = f"gone-{uuid.uuid4().hex[:8]}"
+    else:
+        hold(dynamodb, store, name, "table:read", 2_000_000)
+    # WHEN the settle step runs
+    with caplog.at_level(logging.INFO):
+        update = None if case != "malformed" else settled_to(name, 2000)
+        answer = settle(update_event(name, named), described(name), update, reader)
+    # THEN what is unknown keeps its mark (the malformed read alone; every dimension when the
+    # store cannot be read), and the step completes: the deploy goes on
+    assert answer["IsComplete"] is True
+    left = left_events(caplog)
+    expected = (
+        {(None, "read")}
+        if case == "malformed"
+        else {
+            (None, "read"),
+            (None, "write"),
+            ("bySku", "read"),
+        }
+    )
+    assert {(e["index"], e["dimension"]) for e in left} == expected
+    assert all(reason in e["reason"] for e in left), [e["reason"] for e in left]
+    # AND they are counted, for the table and for the settle function (its alarm's series)
+    (record,) = counts(capsys)
+    assert record["SettleLeft"] == len(expected)
+    assert record["TableName"] == name
+    assert record["SettleFunction"] == FUNCTION
+    groups = record["_aws"]["CloudWatchMetrics"]
+    assert [g["Dimensions"] for g in groups] == [[["TableName"]], [["SettleFunction"]]]
+    assert {g["Namespace"] for g in groups} == {"DynamoDBCapacity"}
+
+
+@pytest.mark.usefixtures("in_lambda")
+def test_a_step_that_leaves_nothing_counts_nothing(
+    dynamodb: Any, store: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name = table_name()
+    settle(update_event(name, store), described(name), settled_to(name, 100), dynamodb)
+    assert counts(capsys) == []
+
+
+@pytest.mark.parametrize("given", ["x", 7, "bad name!"])
+def test_a_hold_store_that_is_no_table_name_fails_the_step_naming_it(given: object) -> None:
+    event = cfn_event(
+        "Create", {"TableName": "orders", "Targets": targets(2000, 500), "HoldStore": given}
+    )
+    with pytest.raises(SettleError, match="ResourceProperties.HoldStore must be empty or the name"):
+        on_event(event, None)
+
+
+def test_the_hold_store_read_fits_a_create_s_share_of_the_shortest_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a Create reads no traffic and no minimums: its holds' read, at its worst, takes 11 s of
+    # the settle function's shortest timeout of 30
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    assert call_bound(settle_store_client()) == 11.0
