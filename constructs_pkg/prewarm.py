@@ -191,7 +191,7 @@ class _SettleProvider(Construct):
     def _acknowledge(self, log_group: logs.LogGroup, *functions: lambda_.Function) -> None:
         acknowledge_provider(
             self,
-            "the DynamoDB control plane (DescribeTable, UpdateTable), CloudWatch "
+            "DynamoDB (DescribeTable, UpdateTable, a Query of a hold store), CloudWatch "
             "(GetMetricData), Application Auto Scaling (DescribeScalableTargets) and Lambda",
             log_group,
             functions,
