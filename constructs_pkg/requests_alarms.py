@@ -13,7 +13,11 @@ import math
 from typing import TYPE_CHECKING
 
 from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_lambda as lambda_
+
+from ddb_capacity_runtime.fast_path.failures import HOOK_FAILURES, SIGNALS_FUNCTION_DIMENSION
+from ddb_capacity_runtime.requests.broker import NAMESPACE as BROKER_NAMESPACE
 
 from .alarms import AlarmSpec, metric, says
 
@@ -203,17 +207,6 @@ SIGNALS_COUNT_ALARMS: tuple[tuple[str, str, str, str, str], ...] = (
         "access to it from anything else",
     ),
     (
-        "HookFailures",
-        "HookFailures",
-        "A client hook in a Lambda function (instrument, or watch in a function granted with "
-        "grant_signals) could not send reports, dropped observations or met errors: the fast "
-        "path does not hear all of that function's traffic",
-        "that function's own log group: signals-send-failed (the AWS error code and a hint) "
-        "and signals-hook-error lines, or hook not installed",
-        "by the code: AccessDenied, grant the function (grant_signals or instrument); "
-        "ResourceNotFound, fix its CAPACITY_SIGNALS",
-    ),
-    (
         "SurgesUnconfirmed",
         "SurgesUnconfirmed",
         "A surge raised on the processes' reports was not confirmed by DynamoDB's own "
@@ -266,6 +259,7 @@ def signals_alarms(owner: CapacityRequests, signals: lambda_.Function, fast_path
     )
     for alarm_id, metric_name, what, look, do in SIGNALS_COUNT_ALARMS:
         count_alarm(owner, alarm_id, metric_name, what, look, do)
+    _hook_failures_alarm(owner, signals)
     if fast_path.surge_alarm_units is not None:
         _surge_units_alarm(owner, fast_path.surge_alarm_units)
     owner._alarm_set.add(
@@ -285,6 +279,48 @@ def signals_alarms(owner: CapacityRequests, signals: lambda_.Function, fast_path
                 "AsyncEventAge metrics"
             ),
             do="raise FastPath(concurrency=...), or report less often or from fewer processes",
+        ),
+    )
+
+
+def _hook_failures_alarm(owner: CapacityRequests, signals: lambda_.Function) -> None:
+    """``HookFailures``: a client hook in a Lambda function failed, whichever way it was
+    granted: the sum of its counts for the hold store (a function ``grant_signals`` or
+    ``instrument`` told it) and for the signals function (one granted through its role
+    alone: `ddb_capacity_runtime.fast_path.failures.series`)."""
+    five = Duration.minutes(5)
+    by_function = metric(
+        BROKER_NAMESPACE,
+        HOOK_FAILURES,
+        period=five,
+        dimensions_map={SIGNALS_FUNCTION_DIMENSION: signals.function_name},
+    )
+    failures = cloudwatch.MathExpression(
+        expression="FILL(store, 0) + FILL(function, 0)",
+        using_metrics={"store": owner.metric(HOOK_FAILURES), "function": by_function},
+        label=HOOK_FAILURES,
+        period=five,
+    )
+    owner._alarm_set.add(
+        "HookFailures",
+        AlarmSpec(
+            failures,
+            says(
+                "A client hook in a Lambda function (instrument, watch in a function granted "
+                "with grant_signals, or one granted the signals function through its role) "
+                "could not send reports, dropped observations or met errors: the fast path "
+                "does not hear all of that function's traffic"
+            ),
+            look=(
+                "that function's own log group: signals-send-failed (the AWS error code and "
+                "a hint) and signals-hook-error lines, or hook not installed; HookFailures "
+                "by StateStore (a function granted here) or by SignalsFunction (one granted "
+                "through its role)"
+            ),
+            do=(
+                "by the code: AccessDenied, grant the function (grant_signals or "
+                "instrument); ResourceNotFound, fix its CAPACITY_SIGNALS"
+            ),
         ),
     )
 

@@ -75,7 +75,15 @@ def test_two_capacity_requests_alarm_each_on_its_own_hold_stores_series() -> Non
             "StreamFailed",
         } <= names
         assert names <= set(REQUEST_METRICS)
+        # but HookFailures, which watches its own signals function's series too (a hook
+        # granted through its role alone counts for the signals function it reports to)
+        assert requests.signals is not None
+        function = stack.resolve(requests.signals.function_name)
+        signals = [{"Name": "SignalsFunction", "Value": function}]
+        assert ("HookFailures", signals) in watched
         for name, dimensions in watched:
+            if dimensions == signals and name == "HookFailures":
+                continue
             assert dimensions == [{"Name": "StateStore", "Value": store}], name
         # AND so does each metric() it offers (a user's own alarm, a dashboard)
         for name in REQUEST_METRICS:

@@ -14,7 +14,7 @@ import pytest
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk.assertions import Template
+from aws_cdk.assertions import Match, Template
 
 from constructs_pkg import (
     UNBOUNDED,
@@ -233,13 +233,36 @@ def test_failed_surges_and_the_functions_errors_are_alarmed(stack: cdk.Stack) ->
     # deferred surges (another update of the dimension under way) page nobody
     alarms = template.find_resources("AWS::CloudWatch::Alarm").values()
     assert all(a["Properties"].get("MetricName") != "SurgesDeferred" for a in alarms)
-    # a hook in a Lambda function that could not send its reports (its EMF count)
+
+    # a hook in a Lambda function that could not send its reports (its EMF count), granted
+    # here (its series of the hold store) or through its role alone (its series of the
+    # signals function it reports to): the two summed
+    def hook_failures(dimension: str, value: object) -> dict[str, Any]:
+        metric = {
+            "Namespace": "DynamoDBCapacity",
+            "MetricName": "HookFailures",
+            "Dimensions": [{"Name": dimension, "Value": value}],
+        }
+        return {"MetricStat": {"Metric": metric, "Period": 300, "Stat": "Sum"}}
+
     template.has_resource_properties(
         "AWS::CloudWatch::Alarm",
         {
-            "Namespace": "DynamoDBCapacity",
-            "MetricName": "HookFailures",
-            "Statistic": "Sum",
+            "Metrics": Match.array_with(
+                [
+                    Match.object_like(
+                        {"Expression": "FILL(store, 0) + FILL(function, 0)", "ReturnData": True}
+                    ),
+                    Match.object_like(
+                        hook_failures("StateStore", stack.resolve(requests.hold_store.table_name))
+                    ),
+                    Match.object_like(
+                        hook_failures(
+                            "SignalsFunction", stack.resolve(requests.signals.function_name)
+                        )
+                    ),
+                ]
+            ),
             "Threshold": 1,
             "AlarmActions": topic,
         },

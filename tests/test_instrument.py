@@ -156,19 +156,19 @@ STORE = "orders-holds"
 """The hold store a function granted the signals function is told of (`METRICS_STORE_ENV`)."""
 
 
-def _hook_failures(stdout: str) -> int:
+def _hook_failures(stdout: str, series: tuple[str, str] = ("StateStore", STORE)) -> int:
     """The ``HookFailures`` counted by the EMF lines of a program's standard output, each
-    for the deployment of `STORE` (dimension ``StateStore``), as the library's other EMF
-    counts are written."""
+    for the deployment ``series`` names (dimension, value: by default `STORE`'s, dimension
+    ``StateStore``), as the library's other EMF counts are written."""
     lines = [json.loads(x) for x in stdout.splitlines() if x.startswith('{"_aws"')]
     for line in lines:
         (metrics,) = line["_aws"]["CloudWatchMetrics"]
         assert metrics == {
             "Namespace": METRICS_NAMESPACE,
-            "Dimensions": [["StateStore"]],
+            "Dimensions": [[series[0]]],
             "Metrics": [{"Name": HOOK_FAILURES}],
         }
-        assert line["StateStore"] == STORE
+        assert line[series[0]] == series[1]
     return sum(int(line.get(HOOK_FAILURES, 0)) for line in lines)
 
 
@@ -227,6 +227,37 @@ def test_a_library_that_cannot_be_imported_is_counted_too(fake: FakeLambda, tmp_
     assert done.returncode == 0 and "app done" in done.stdout
     assert "hook not installed: a broken copy" in done.stderr
     assert _hook_failures(done.stdout) == 1
+
+
+SIGNALS_ARN = f"arn:aws:lambda:{REGION}:123456789012:function:capacity-signals"
+
+
+@pytest.mark.parametrize("broken", ["setting", "library"])
+def test_a_hook_granted_through_its_role_alone_counts_for_its_signals_function(
+    app: list[str], fake: FakeLambda, tmp_path: Path, broken: str
+) -> None:
+    # GIVEN a Lambda function granted the signals function through its role alone (told its
+    # ARN, no hold store), whose hook cannot be installed: a setting it refuses, or a copy
+    # of the library that fails to import
+    extra = {"CAPACITY_SIGNALS_INTERVAL": "600"} if broken == "setting" else {}
+    path = f"{BOOTSTRAP}{os.pathsep}{BOOTSTRAP.parent.parent}"  # this library, whatever else
+    if broken == "library":
+        copy = tmp_path / "broken" / "ddb_capacity_runtime"
+        copy.mkdir(parents=True)
+        (copy / "__init__.py").write_text("raise ImportError('a broken copy')\n")
+        path = f"{BOOTSTRAP}{os.pathsep}{copy.parent}"
+    env = _env(
+        fake,
+        PYTHONPATH=path,
+        CAPACITY_SIGNALS=SIGNALS_ARN,
+        AWS_LAMBDA_FUNCTION_NAME="orders-worker",
+        **extra,
+    )
+    # WHEN it runs: THEN it runs, and the hook not installed is counted for the signals
+    # function it would have reported to (its name), which the fast path's alarm watches
+    done = _run([sys.executable, *app], env, tmp_path)
+    assert done.returncode == 0 and "app done" in done.stdout
+    assert _hook_failures(done.stdout, ("SignalsFunction", "capacity-signals")) == 1
 
 
 def test_a_hook_that_cannot_start_says_so_in_one_line_and_the_program_runs(

@@ -116,15 +116,26 @@ LAMBDA_ENV = "AWS_LAMBDA_FUNCTION_NAME"
 """Set in a Lambda function, whose log's EMF lines become metrics."""
 
 
-def count_in_lambda(namespace: str, metric: str, value: float = 1, *, store: str | None) -> None:
+def count_in_lambda(
+    namespace: str,
+    metric: str,
+    value: float = 1,
+    *,
+    store: str | None,
+    dimension: str = STORE_DIMENSION,
+) -> None:
     """In a Lambda function, one Embedded Metric Format count of ``metric`` (``value``, no
-    unit) in ``namespace``, for the deployment of the state store ``store`` (`emf_record`):
-    Lambda makes its log's EMF lines metrics.
+    unit) in ``namespace``, for the deployment of the state store ``store`` (`emf_record`;
+    ``dimension``: the name of the dimension whose value ``store`` is, when another
+    resource names the deployment): Lambda makes its log's EMF lines metrics.
     Elsewhere nothing: a line among a program's own output would be no metric. An output
     that fails is nothing to stop for."""
     if not os.environ.get(LAMBDA_ENV):
         return
     try:
-        emit_metrics(emf_record(namespace, {metric: value}, time.time(), store=store, unit=None))
+        record = emf_record(
+            namespace, {metric: value}, time.time(), store=store, unit=None, dimension=dimension
+        )
+        emit_metrics(record)
     except Exception:  # noqa: BLE001, S110
         pass

@@ -44,10 +44,11 @@ from pathlib import Path
 from typing import Any
 
 from .core.errors import InstrumentError as InstrumentError
-from .core.names import METRICS_NAMESPACE, is_table_name, metrics_store
+from .core.names import is_table_name
 from .core.surge_report import SIGNALS_ENV
-from .events import LOGGER, count_in_lambda, log_event
-from .fast_path.hook import HOOK_FAILURES, MODES, _interval, _label, _scope
+from .events import LOGGER, log_event
+from .fast_path.failures import count_hook_failures
+from .fast_path.hook import MODES, _interval, _label, _scope
 
 BOOTSTRAP = Path(__file__).resolve().parent / "bootstrap"
 """The folder whose ``sitecustomize`` installs the hook at start-up."""
@@ -158,7 +159,7 @@ def install(env: Mapping[str, str] = os.environ) -> Any:
         if LOGGER.hasHandlers():  # else logging's last resort prints a second, bare line
             log_event("signals-instrument-skipped", level=logging.WARNING, reason=str(exc)[:300])
         print(f"ddb-capacity-instrument: hook not installed: {exc}", file=sys.stderr)
-        count_in_lambda(METRICS_NAMESPACE, HOOK_FAILURES, store=metrics_store())
+        count_hook_failures(1, env.get(SIGNALS_ENV))
         return None
     made = boto3.session.Session.__init__
 
@@ -168,7 +169,7 @@ def install(env: Mapping[str, str] = os.environ) -> Any:
             watcher.attach(self.events)
         except Exception as exc:  # noqa: BLE001 (never fail the application)
             log_event("signals-hook-error", level=logging.WARNING, where="attach", error=str(exc))
-            count_in_lambda(METRICS_NAMESPACE, HOOK_FAILURES, store=metrics_store())
+            count_hook_failures(1, args["function"])
 
     boto3.session.Session.__init__ = hooked  # type: ignore[method-assign]
     if boto3.DEFAULT_SESSION is not None:

@@ -28,6 +28,9 @@ STORE_ENVS = ("CAPACITY_METRICS_STORE", "CAPACITY_HOLDS_TABLE")
 STORE_DIMENSION = "StateStore"
 """The variables `ddb_capacity_runtime.core.names.metrics_store` reads, first set first, and
 the dimension their value is (`ddb_capacity_runtime.events.STORE_DIMENSION`)."""
+SIGNALS_DIMENSION = "SignalsFunction"
+"""The dimension of the count without a store: the name of the signals function
+``CAPACITY_SIGNALS`` names (`ddb_capacity_runtime.fast_path.failures.series`)."""
 
 
 def _install() -> None:
@@ -58,13 +61,16 @@ def _count_failure() -> None:
     import time
 
     store = next((v for v in (os.environ.get(n, "").strip() for n in STORE_ENVS) if v), None)
-    dimensions = [[STORE_DIMENSION]] if store else [[]]
+    name = STORE_DIMENSION
+    if store is None:  # the signals function's name: [arn:...:][ACCOUNT:]function:NAME[:...]
+        parts = os.environ.get(SIGNALS_ENV, "").strip().split(":")
+        after = parts[parts.index("function") + 1 :] if "function" in parts[1:-1] else parts
+        store = after[0] if after and after[0] else None
+        name = SIGNALS_DIMENSION
+    dimensions = [[name]] if store else [[]]
     metrics = [{"Namespace": NAMESPACE, "Dimensions": dimensions, "Metrics": [{"Name": FAILURES}]}]
     record = {"_aws": {"Timestamp": int(time.time() * 1000), "CloudWatchMetrics": metrics}}
-    print(
-        json.dumps({**record, **({STORE_DIMENSION: store} if store else {}), FAILURES: 1}),
-        flush=True,
-    )
+    print(json.dumps({**record, **({name: store} if store else {}), FAILURES: 1}), flush=True)
 
 
 def _next_sitecustomize() -> None:

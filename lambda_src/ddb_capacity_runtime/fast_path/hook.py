@@ -35,13 +35,14 @@ from typing import Any
 from ..core.call_limits import most_units, page_items
 from ..core.errors import WatchError as WatchError
 from ..core.errors import WatchTypeError as WatchTypeError
-from ..core.names import METRICS_NAMESPACE, metrics_store
 from ..core.report_batch import MAX_BATCH_REPORTS, MAX_BATCHES_PER_ROUND, batch_json, batches
 from ..core.surge_report import MAX_PROCESS_CHARS, SIGNALS_ENV, Report
 from ..core.validators import is_number
-from ..events import LAMBDA_ENV, count_in_lambda, log_event
+from ..events import LAMBDA_ENV, log_event
 from .emitters import OwnSession as OwnSession
 from .emitters import emitter_and_session
+from .failures import HOOK_FAILURES as HOOK_FAILURES
+from .failures import count_hook_failures
 from .ledger import CHANGE, KEEPALIVE_SECONDS, MAX_TABLES, MIN_CHANGE, Ledger
 from .parse import (
     OPERATIONS,
@@ -143,11 +144,6 @@ class _Call:
 
 _Row = tuple[str, str | None, str, float, int, str | None, int]
 """(table, index, dimension, units, requests, throttle cause, failed requests)"""
-
-
-HOOK_FAILURES = "HookFailures"
-"""The count a hook in a Lambda function writes to its log (EMF, namespace
-``DynamoDBCapacity``): reports not sent, observations dropped, errors its handlers met."""
 
 
 class Watcher:
@@ -486,7 +482,8 @@ class Watcher:
     def _publish(self) -> None:
         """In a Lambda function, one Embedded Metric Format line of the reports not sent,
         observations dropped and handler errors since the last (`HOOK_FAILURES`; none
-        when there are none): Lambda makes it a metric, which ``CapacityRequests`` alarms
+        when there are none), for the deployment of the signals function it reports to
+        (`failures.series`): Lambda makes it a metric, which ``CapacityRequests`` alarms
         on. Elsewhere a line in the program's own output is no metric: the counters are
         the watcher's ([`failed_sends`][], [`dropped`][], [`errors`][])."""
         if not os.environ.get(LAMBDA_ENV):
@@ -495,7 +492,7 @@ class Watcher:
             total = self._failed + self._errors + self._ledger.dropped
             new, self._published = total - self._published, total
         if new > 0:
-            count_in_lambda(METRICS_NAMESPACE, HOOK_FAILURES, new, store=metrics_store())
+            count_hook_failures(new, getattr(self._send, "function", None))
 
     def _take(self, name: str) -> Report | None:
         """The report ``name``'s table has to give now, taken from the ledger; None: none."""
