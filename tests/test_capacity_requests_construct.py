@@ -341,8 +341,9 @@ def test_the_restorer_runs_on_a_schedule_and_may_only_ask_the_broker(stack: cdk.
     assert statements["DeadLetters"]["Resource"] == stack.resolve(
         requests.restorer.dead_letter_queue.queue_arn if requests.restorer else None
     )
-    # errors of both, dropped holds, and holds no restore of 30 minutes could end
-    template.resource_count_is("AWS::CloudWatch::Alarm", 4)
+    # errors of both, requests timed out, dropped holds, and holds no restore of 30 minutes
+    # could end
+    template.resource_count_is("AWS::CloudWatch::Alarm", 5)
     busy = requests.alarms["HoldsBusy"].node.default_child
     assert isinstance(busy, cloudwatch.CfnAlarm)
     assert stack.resolve(busy.metric_name) == "HoldsBusy"

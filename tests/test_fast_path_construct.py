@@ -279,11 +279,12 @@ def test_failed_surges_and_the_functions_errors_are_alarmed(stack: cdk.Stack) ->
             "AlarmActions": topic,
         },
     )
-    # broker errors, restorer errors, holds dropped, holds busy; signals errors, surges
+    # broker errors, requests timed out, restorer errors, holds dropped, holds busy; signals
+    # errors, surges
     # failed, entries ignored, combiner full, reports dropped, reports refused, surge
     # budget met, surge units, a bucket estimate not kept, a corroboration failed, surges
     # unconfirmed, hook failures
-    template.resource_count_is("AWS::CloudWatch::Alarm", 16)
+    template.resource_count_is("AWS::CloudWatch::Alarm", 17)
 
 
 def test_refused_reports_the_budget_and_surge_volume_are_alarmed(stack: cdk.Stack) -> None:
