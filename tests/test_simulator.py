@@ -437,6 +437,55 @@ def test_stock_scale_in_keeps_the_peak_of_the_window_it_judged() -> None:
     assert ups == 0  # no scale-in it has to undo
 
 
+def test_stock_does_not_scale_in_through_minutes_without_traffic() -> None:
+    # an hour of 1,000 writes a second, then two idle hours: DynamoDB publishes no datapoint
+    # for an idle minute, so the low alarm has nothing to fire on (AWS: auto scaling does
+    # not scale down when consumed capacity becomes zero); it used to scale in to 1
+    writes = [1_000.0] * 60 + [0.0] * 120
+    trace = Trace("idle", START, {(None, "read"): [5.0] * 180, (None, "write"): writes})
+    (_, write) = simulate(trace, [parse("stock:70")], ModelParams(), progress=None)
+    assert write.decreases == 0
+    assert min(write.recorded.provisioned[60:]) >= 1_000 / 0.7
+
+
+def test_stock_still_scales_in_on_low_traffic_that_is_not_zero() -> None:
+    writes = [1_000.0] * 60 + [10.0] * 120
+    trace = Trace("low", START, {(None, "read"): [5.0] * 180, (None, "write"): writes})
+    (_, write) = simulate(trace, [parse("stock:70")], ModelParams(), progress=None)
+    assert write.decreases >= 1
+    assert write.recorded.provisioned[-1] == math.ceil(10 / 0.7)
+
+
+def _stock_asks(datapoints: list[float], provisioned: int = 1_000) -> int:
+    """The capacity stock:70 asks for once these minutes (oldest first; 0: a minute without
+    traffic, so no datapoint) are delivered: its alarms' evaluation."""
+    n, key = len(datapoints), (None, "write")
+    trace = Trace("alarm", START, {(None, "read"): [1.0] * n, key: [1.0] * n})
+    params = ModelParams(warmup_minutes=0, metric_delay_minutes=0, throttle_delay_minutes=0)
+    stock = sim_policies.AutoScaling(70, params, list(trace.demand))
+    sim = SimulatedTable(trace, params, {k: provisioned for k in trace.demand})
+    sim.dims[key].served = list(datapoints)
+    stock.act(sim, n)
+    return sim.current(key)
+
+
+def test_stock_alarms_look_back_over_missing_minutes_within_their_evaluation_range() -> None:
+    low, high, none = 100.0, 800.0, 0.0  # at 1,000 units: high above 700, low below 500
+    # the high alarm: its 2 datapoints within the last 4 minutes, a missing one between
+    assert _stock_asks([low, high, none, high]) == math.ceil(high / 0.7)
+    assert _stock_asks([high, none, none, high]) == math.ceil(high / 0.7)
+    assert _stock_asks([high, high, none, none, none, high]) == 1_000  # one in range
+    # the low alarm: its 15 most recent datapoints within the last 17 minutes
+    two_missing = [low] * 7 + [none] + [low] * 7 + [none, low]
+    assert _stock_asks([high] * 20 + two_missing) == math.ceil(low / 0.7)
+    three_missing = [low] * 6 + [none] + [low] * 7 + [none, none, low]
+    assert _stock_asks([low] * 20 + three_missing) == 1_000  # 14 within the range
+    assert _stock_asks([low] * 30 + [none] * 17) == 1_000  # an idle range: no action
+    # a missing minute is no load: it sizes the scale-in on the peak of those present
+    peaked = [low] * 7 + [none, 400.0] + [low] * 6 + [none, low]
+    assert _stock_asks(peaked) == math.ceil(400 / 0.7)
+
+
 def test_dimensions_sharing_a_table_take_turns_whatever_their_order() -> None:
     """With 2-minute updates, read and write of one table both growing: neither starves,
     and swapping the columns swaps the results (no order artifact)."""

@@ -15,7 +15,10 @@ Per dimension and minute, in this order:
    [`serve`][ddb_capacity_tools.simulator.serve]);
 4. the minute's served consumption and throttle events are published, to become visible
    ``metric_delay_minutes`` / ``throttle_delay_minutes`` (plus a draw from 0 to
-   ``delay_spread_minutes``) after the minute ends.
+   ``delay_spread_minutes``) after the minute ends. As DynamoDB publishes them, a minute
+   that served nothing has no consumed datapoint, and one without throttles no throttle
+   events: stock target tracking's alarms evaluate the datapoints there are (`present`),
+   and the scaler reads a minute without one as its GetMetricData does (`metrics`).
 
 UpdateTable is asynchronous: a change takes ``update_minutes`` (plus a draw from 0 to
 ``update_spread_minutes``) to apply, and the table or GSI rejects another change meanwhile
@@ -295,38 +298,83 @@ class SimulatedTable:
         return series[start:stop]
 
     def metrics(
-        self, key: Key, first: int, count: int, t: int
+        self, key: Key, first: int, count: int, t: int, newest: int | None
     ) -> tuple[list[float], list[float], list[bool], int]:
-        """Consumed and throttle events of minutes ``first`` .. ``first + count - 1`` as seen
-        at the start of minute ``t``, per minute whether either is unknown (empty when every
-        one is known), and how many of the newest minutes are left out, not delivered yet
-        (`Series.undelivered`: only after a delivered minute; else 0)."""
-        p = self.params
+        """Consumed and throttle events of minutes ``first`` .. ``first + count - 1`` as the
+        run-time's GetMetricData reads them at the start of minute ``t`` (`metrics.fetch`),
+        ``newest`` the newest minute its batch holds a datapoint of (`delivered_through`):
+        a minute up to it without a datapoint (no traffic, or not delivered yet) reads 0 and
+        is known; the minutes after it are left out, not delivered yet (their number is
+        returned: `Series.undelivered`). Also returned: per minute whether it is unknown
+        (before the simulation; empty when none is). A window with no minute up to
+        ``newest`` lists every minute, unknown."""
         start = first + self.offset
         stop = start + count
-        if not p.delay_spread_minutes and start >= 0:  # both delivered in order: two cuts
-            d = self.dims[key]  # (served and throttle events are published together)
-            delay, throttle_delay = p.metric_delay_minutes, p.throttle_delay_minutes
-            seen = t + self.offset - (throttle_delay if throttle_delay > delay else delay)
-            if stop <= len(d.served) and stop <= seen:
-                return d.served[start:stop], d.throttle_events[start:stop], [], 0
-            if delay == throttle_delay and stop <= len(d.served):
-                # the newest minutes not delivered yet: left out (unknown, reading 0)
-                # (max(0, min(count, seen - start)), as conditionals: a tick's hot path)
-                delivered = seen - start if seen - start < count else count
-                delivered = delivered if delivered > 0 else 0
-                if delivered:
-                    end = start + delivered
-                    return d.served[start:end], d.throttle_events[start:end], [], count - delivered
-                return [0.0] * count, [0.0] * count, [True] * count, 0
-        consumed = self.known(key, first, count, t)
-        throttles = self.known(key, first, count, t, throttles=True)
-        if consumed is not None and throttles is not None:
-            return consumed, throttles, [], 0
-        consumed, late = self.datapoints(key, first, count, t)
-        throttles, late_events = self.datapoints(key, first, count, t, throttles=True)
-        unknown = [a or b for a, b in zip(late, late_events, strict=True)]
-        return consumed, throttles, unknown if any(unknown) else [], 0
+        end = (
+            stop if newest is None or newest + self.offset + 1 > stop else newest + self.offset + 1
+        )
+        lo = start if start > 0 else 0
+        if newest is None or end <= lo:
+            return [0.0] * count, [0.0] * count, [True] * count, 0
+        d, p = self.dims[key], self.params
+        consumed = self._delivered(d.served, d.visible_at, lo, end, t, p.metric_delay_minutes)
+        throttles = self._delivered(
+            d.throttle_events, d.throttles_visible_at, lo, end, t, p.throttle_delay_minutes
+        )
+        if lo == start:
+            return consumed, throttles, [], stop - end
+        before = [0.0] * (lo - start)
+        unknown = [True] * (lo - start) + [False] * (end - lo)
+        return before + consumed, before + throttles, unknown, stop - end
+
+    def _delivered(
+        self, series: list[float], at: list[int], lo: int, end: int, t: int, delay: int
+    ) -> list[float]:
+        """``series[lo:end]`` as CloudWatch holds it at the start of minute ``t``: a value not
+        delivered yet reads 0 (no datapoint)."""
+        p = self.params
+        if not p.delay_spread_minutes:
+            seen = t + self.offset - delay  # exclusive
+            if end <= seen:
+                return series[lo:end]
+            return series[lo:seen] + [0.0] * (end - seen) if seen > lo else [0.0] * (end - lo)
+        sure = t + self.offset - delay - p.delay_spread_minutes  # delivered whatever the draw
+        sure = lo if sure < lo else end if sure > end else sure
+        late = [v if a <= t else 0.0 for v, a in zip(series[sure:end], at[sure:end], strict=True)]
+        return series[lo:sure] + late
+
+    def delivered_through(self, t: int, every: int) -> int:
+        """The newest minute of which CloudWatch holds a datapoint, at the start of minute ``t``,
+        among those a tick's GetMetricData batch reads (`metrics.fetch`): any dimension's
+        consumed capacity or throttle events (a minute without traffic publishes neither), and
+        the state store's consumed reads, its witness: every tick (each ``every`` minutes)
+        reads the store in its own minute, delivered ``metric_delay_minutes`` late (never
+        drawn later). Minutes after it read as not delivered yet, the ones up to it as
+        known."""
+        p = self.params
+        witnessed = t - 1 - p.metric_delay_minutes
+        witnessed -= witnessed % every
+        delays = (p.metric_delay_minutes, p.throttle_delay_minutes)
+        newest = t - 1 - min(delays)
+        spread = p.delay_spread_minutes
+        for minute in range(newest, witnessed, -1):
+            i = minute + self.offset
+            if i < 0:
+                break
+            for d in self.dims.values():
+                if i >= len(d.served):
+                    continue
+                if d.served[i] and (
+                    minute + 1 + p.metric_delay_minutes <= t if not spread else d.visible_at[i] <= t
+                ):
+                    return minute
+                if d.throttle_events[i] and (
+                    minute + 1 + p.throttle_delay_minutes <= t
+                    if not spread
+                    else d.throttles_visible_at[i] <= t
+                ):
+                    return minute
+        return witnessed
 
     def key_range_events(self, key: Key, first: int, count: int, t: int) -> list[float]:
         """Key-range throttle events of minutes ``first`` .. ``first + count - 1`` as seen at
@@ -337,35 +385,23 @@ class SimulatedTable:
             return [0.0] * count
         return self.datapoints(key, first, count, t, throttles=True, key_range=True)[0]
 
-    def newest(self, key: Key, t: int) -> tuple[int, float] | None:
-        """The newest consumed datapoint visible at the start of minute ``t`` and its
-        minute, or None when none of the minutes it may be is visible yet."""
-        p = self.params
-        m = t - 1 - p.metric_delay_minutes
-        if not p.delay_spread_minutes:  # delivered in order: that minute, if published
-            served = self.dims[key].served
-            i = m + self.offset
-            return (m, served[i]) if 0 <= i < len(served) else None
-        for candidate in range(m, m - p.delay_spread_minutes - 1, -1):
-            value = self.visible(key, candidate, t)
-            if value is not None:
-                return candidate, value
-        return None
-
-    def visible(self, key: Key, minute: int, t: int, throttles: bool = False) -> float | None:
-        """The CloudWatch datapoint of ``minute`` as seen at the start of minute ``t``."""
-        index = minute + self.offset
+    def present(self, key: Key, t: int, count: int) -> list[float]:
+        """The consumed datapoints CloudWatch holds at the start of minute ``t`` for the
+        ``count`` minutes ending with the newest one it may have delivered (the minute
+        ``metric_delay_minutes`` before ``t``'s last), oldest first: an alarm's evaluation
+        range. A minute without traffic has no datapoint, and neither has one not delivered
+        yet: the list holds only the datapoints there are."""
         d = self.dims[key]
-        if index < 0 or index >= len(d.served):
-            return None
-        p = self.params
-        if p.delay_spread_minutes:
-            at = d.throttles_visible_at if throttles else d.visible_at
-            if at[index] > t:
-                return None
-        elif minute + 1 + (p.throttle_delay_minutes if throttles else p.metric_delay_minutes) > t:
-            return None
-        return d.throttle_events[index] if throttles else d.served[index]
+        served = d.served
+        stop = t + self.offset - self.params.metric_delay_minutes  # exclusive
+        start = stop - count
+        start = start if start > 0 else 0
+        stop = stop if stop < len(served) else len(served)
+        values = served[start:stop]
+        if self.params.delay_spread_minutes:
+            at = d.visible_at[start:stop]
+            return [v for v, a in zip(values, at, strict=True) if v and a <= t]
+        return [v for v in values if v] if 0.0 in values else values
 
     # ------------------------------------------------------------------ DynamoDB API
 

@@ -63,6 +63,12 @@ HISTORY_STEPS = HISTORY_DAYS * 1440 // STEP_MINUTES
 """The autopilot's history: 14 days of 5-minute steps (core.forecast)."""
 HIGH_DATAPOINTS, LOW_DATAPOINTS, LOW_MARGIN = 2, 15, 0.20
 """Application Auto Scaling's alarms for target tracking on DynamoDB (DESIGN.md, "Facts")."""
+EXTRA_PERIODS = 2
+"""How many minutes further back than its evaluation periods an alarm looks for datapoints (its
+evaluation range: 4 minutes for the high alarm, 17 for the low). CloudWatch retrieves more
+datapoints than the evaluation periods and, where some are missing, evaluates the most recent ones
+it has; it documents the range by its example only, 3 evaluation periods and 5 datapoints
+("Configuring how CloudWatch alarms treat missing data"): the model takes the same 2 more."""
 DEFAULT_TICK_MINUTES = settings.DEFAULT_TICK_MINUTES  # the Lambda's and the construct's
 SPEC_HELP = (
     "fixed:N, stock:T, scheduled, scheduled:T, throttle-aware, "
@@ -212,9 +218,12 @@ class AutoScaling:
 
     Each dimension is its own scalable target. Each minute, per dimension: a scheduled action
     in force sets min/max and capacity outside the range is moved into it at once; the high
-    alarm (the last 2 visible datapoints above target x provisioned) scales out to the latest
-    datapoint / target; the low alarm (the last 15 below (target - 20 points) x provisioned)
-    scales in, but only to the highest of those 15 datapoints / target. Target tracking does
+    alarm (the last 2 datapoints CloudWatch holds above target x provisioned) scales out to
+    the latest datapoint / target; the low alarm (the last 15 below (target - 20 points) x
+    provisioned) scales in, but only to the highest of those 15 datapoints / target. A minute
+    without traffic has no datapoint: each alarm evaluates the most recent datapoints within
+    its evaluation range (`EXTRA_PERIODS` more minutes than it needs), and with too few there
+    it takes no action, so an idle table is not scaled in. Target tracking does
     not scale in so far that the metric would likely go back above the target; sizing on the
     window's peak is how the model reads that rule (docs/guides/simulator.md#stock-target-tracking).
 
@@ -326,40 +335,54 @@ class AutoScaling:
             return
         if pending is not None:
             return
-        # The alarms see the newest datapoints CloudWatch has delivered (delays vary).
-        seen = sim.newest(key, t)
-        if seen is None:
+        # The alarms evaluate the newest datapoints CloudWatch holds (delays vary; a minute
+        # without traffic has none). The low alarm's 15 datapoints within its 17 minutes
+        # include some of the high alarm's 4, whose newest ends both: none there, no action.
+        high = sim.present(key, t, HIGH_DATAPOINTS + EXTRA_PERIODS)
+        if not high:
             return
-        newest, latest = seen
+        latest = high[-1]
         provisioned = d.provisioned
-        # Each alarm's datapoints end with the newest one, so it alone rules one out.
         if latest > target * provisioned:
-            self._scale_out(sim, t, key, newest, target, (lo, hi))
+            self._scale_out(sim, t, key, high, target, (lo, hi))
         elif self.scale_in and latest < (target - LOW_MARGIN) * provisioned:
-            self._scale_in(sim, t, key, newest, target, (lo, hi))
+            self._scale_in(sim, t, key, target, (lo, hi))
 
     def _scale_out(
-        self, sim: SimulatedTable, t: int, key: Key, newest: int, target: float, bounds: Bounds
+        self,
+        sim: SimulatedTable,
+        t: int,
+        key: Key,
+        datapoints: list[float],
+        target: float,
+        bounds: Bounds,
     ) -> None:
-        """The high alarm: the last HIGH_DATAPOINTS above target x provisioned scale out to
-        the latest datapoint / target."""
+        """The high alarm: the last HIGH_DATAPOINTS of its evaluation range's
+        ``datapoints`` above target x provisioned scale out to the latest / target (fewer
+        datapoints: no action, as CloudWatch's alarms on DynamoDB's metrics keep their state
+        on missing data and target tracking has nothing to size a change on)."""
         provisioned = sim.dims[key].provisioned
-        high = sim.known(key, newest - HIGH_DATAPOINTS + 1, HIGH_DATAPOINTS, t)
-        if high is not None and min(high) > target * provisioned:
-            wanted = _clamp(high[-1] / target, *bounds)
+        if len(datapoints) < HIGH_DATAPOINTS:
+            return
+        if min(datapoints[-HIGH_DATAPOINTS:]) > target * provisioned:
+            wanted = _clamp(datapoints[-1] / target, *bounds)
             if wanted > provisioned:
                 self._update(sim, t, key, wanted)
 
     def _scale_in(
-        self, sim: SimulatedTable, t: int, key: Key, newest: int, target: float, bounds: Bounds
+        self, sim: SimulatedTable, t: int, key: Key, target: float, bounds: Bounds
     ) -> None:
-        """The low alarm: the last LOW_DATAPOINTS below (target - LOW_MARGIN) x provisioned
-        scale in to the highest of them / target."""
+        """The low alarm: the last LOW_DATAPOINTS its evaluation range holds, all below
+        (target - LOW_MARGIN) x provisioned, scale in to the highest of them / target. A
+        minute without a datapoint counts for nothing, neither in the 15 nor in their peak:
+        fewer than 15 in the range (a table idle most of the last 17 minutes) and the alarm
+        does not fire, so an idle table is never scaled in (AWS: auto scaling does not scale
+        down when consumed capacity becomes zero)."""
         provisioned = sim.dims[key].provisioned
         threshold = (target - LOW_MARGIN) * provisioned
-        low = sim.known(key, newest - LOW_DATAPOINTS + 1, LOW_DATAPOINTS, t)
-        if low is not None:
-            peak = max(low)
+        low = sim.present(key, t, LOW_DATAPOINTS + EXTRA_PERIODS)
+        if len(low) >= LOW_DATAPOINTS:
+            peak = max(low[-LOW_DATAPOINTS:])
             if peak < threshold:
                 wanted = _clamp(peak / target, *bounds)
                 if wanted < provisioned and self.reservation is not None:
@@ -481,15 +504,19 @@ class ThrottleAware:
             for k, d in trace.demand.items()
         }
 
-    def _series(self, sim: SimulatedTable, key: Key, t: int, first: int, count: int) -> Series:
+    def _series(
+        self, sim: SimulatedTable, key: Key, t: int, first: int, count: int, newest: int | None
+    ) -> Series:
         """What the Lambda's GetMetricData would return for minutes ``first`` ..
-        ``first + count - 1``: minutes not delivered yet are unknown (they read 0 and forbid
-        any decrease, as at run time; the newest ones are left out of the lists, as the tick
-        would leave them out). Where the table has a hot partition and a minute is
+        ``first + count - 1``, ``newest`` the newest minute its batch holds a datapoint of
+        (`SimulatedTable.delivered_through`): a minute up to it without a datapoint reads 0,
+        known (idle, or late: the Lambda cannot tell); the minutes after it are not delivered
+        yet, left out of the lists as the tick would leave them out (unknown: they read 0
+        and forbid any decrease). Where the table has a hot partition and a minute is
         throttled, the causes are told apart as ``fetch_causes`` tells them: ``unfixable``
         and ``key_range`` hold the key-range throttle events (the model's only cause that
         capacity cannot fix)."""
-        consumed, throttles, unknown, undelivered = sim.metrics(key, first, count, t)
+        consumed, throttles, unknown, undelivered = sim.metrics(key, first, count, t, newest)
         listed = count - undelivered
         times = sim.times(first, listed)
         if not self.causes or sim.partitions is None or not any(throttles):
@@ -616,6 +643,7 @@ class ThrottleAware:
         dimension not UPDATING, and its window of minutes. The table is the one described
         last while its dimensions are the same (it is read only)."""
         first, count = self._window(sim, t)
+        newest = sim.delivered_through(t, self.tick)
         dims, series = [], {}
         busy_until = sim.busy_until
         for key in sim.keys:
@@ -623,7 +651,9 @@ class ThrottleAware:
                 continue
             d = self._dimension(sim, key)
             dims.append(d)
-            series[(SIMULATED_TABLE, key[0], key[1])] = self._series(sim, key, t, first, count)
+            series[(SIMULATED_TABLE, key[0], key[1])] = self._series(
+                sim, key, t, first, count, newest
+            )
         last = self._described
         if last is None or last.dimensions != dims:  # else the same table again
             last = self._described = _Described(SIMULATED_TABLE, TABLE_ARN, {}, dims)
