@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from ddb_capacity_runtime.core.settings import DEFAULT_TICK_MINUTES, scale_down_ticks
 from ddb_capacity_tools.local_aws import put_traffic
 from tests.moto_world import World
 
@@ -51,3 +52,57 @@ def test_newest_minutes_that_read_low_do_not_lower_a_busy_table(world: World) ->
     # two that read low do not count as evidence; the idle one is lowered
     assert world.throughput(busy)[0] == 200
     assert world.throughput(idle) == (5, 5)
+
+
+#: The reactive mode's decrease span at the default 2-minute tick (16 minutes).
+SPAN = scale_down_ticks(DEFAULT_TICK_MINUTES) * DEFAULT_TICK_MINUTES
+
+
+def _on_time(world: World) -> str:
+    """A table beside the late one, and the state store's reads, both delivered up to 3
+    minutes before now: the batch shows that minute delivered."""
+    on_time = world.table("on-time", 200, 200)
+    put_traffic(world.cw, on_time, "read", 30, end=world.now, minutes=range(3, 40))
+    put_traffic(world.cw, world.store.name, "read", 0.5, end=world.now, minutes=range(3, 40))
+    return on_time
+
+
+def test_a_minute_another_table_has_delivered_is_not_idle_for_a_table_still_waiting_for_it(
+    world: World,
+) -> None:
+    # GIVEN a table busy (120 of 200) until the reactive decrease span before its newest
+    # delivered minute, calmer (30) since, and its minute 3 minutes ago not delivered yet
+    # (CloudWatch 3 minutes late with it, as it may be)
+    late = world.table("late", 200, 200)
+    put_traffic(world.cw, late, "read", 120, end=world.now, minutes=range(SPAN + 3, 40))
+    put_traffic(world.cw, late, "read", 30, end=world.now, minutes=range(4, SPAN + 3))
+    # AND another table and the state store delivered up to that minute
+    on_time = _on_time(world)
+    # AND an idle table, no datapoint of its own for 40 minutes
+    idle = world.table("idle", 200, 200)
+    # WHEN a tick runs
+    summary, _ = world.tick(SCALER_MODE="reactive")
+    # THEN the late table keeps its reads: its minute not delivered is not a low minute,
+    # and its delivered ones still hold 120 within the span
+    assert world.throughput(late)[0] == 200
+    # AND the idle table is lowered as before: its older minutes are known idle
+    assert world.throughput(idle) == (5, 5)
+    # AND the table beside it, calm for longer than the span, is lowered (30 / 0.7)
+    assert world.throughput(on_time)[0] == 43
+    assert summary["failures"] == [] and summary["shared_failures"] == []
+
+
+@pytest.mark.parametrize("mode", ["autopilot", "reactive"])
+def test_a_raise_reads_the_minutes_delivered_before_a_late_one(world: World, mode: str) -> None:
+    # GIVEN a table at 100 writes whose two newest delivered minutes served 90 a second,
+    # and whose minute after them (3 minutes ago) is not delivered yet
+    late = world.table("late", 100, 100)
+    put_traffic(world.cw, late, "write", 20, end=world.now, minutes=range(6, 40))
+    put_traffic(world.cw, late, "write", 90, end=world.now, minutes=range(4, 6))
+    # AND another table and the state store delivered up to that minute
+    _on_time(world)
+    # WHEN a tick runs
+    world.tick(SCALER_MODE=mode)
+    # THEN it is raised for the 90 a second (90 / 0.7): in both modes, the autopilot's
+    # (both newest minutes above the target) included, the late minute hiding nothing
+    assert world.throughput(late)[1] == 129

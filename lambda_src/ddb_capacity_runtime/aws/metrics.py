@@ -69,6 +69,7 @@ def fetch(
     errors: list[str] | None = None,
     throttled: list[str] | None = None,
     witness: str | None = None,
+    arriving: int = 0,
 ) -> dict[Key, Series]:
     """Every key's series over [start, end), zero-filled per minute, with what is unknown.
 
@@ -82,6 +83,12 @@ def fetch(
     ``witness``: a table read every tick (the scaler's state store), whose consumed read
     capacity is asked in every batch too: a minute it shows delivered is delivered for the
     batch, so a batch of idle tables (no datapoint of their own) is known idle, not unknown.
+
+    ``arriving``: the newest minutes of [start, end) whose datapoints may still be on their
+    way (CloudWatch delivers a minute 1-3 minutes late, and not every metric of a batch at
+    once). Among them, a minute without a datapoint of the key's own (neither query has
+    one) is unknown even when another query of the batch shows it delivered: it may be
+    late rather than idle. An older minute without one is known idle.
 
     Each GetMetricData call is retried by botocore (the client's retry mode). With
     ``errors`` given, a batch that still fails leaves its keys wholly unknown and its error
@@ -109,6 +116,18 @@ def fetch(
             failed.update(ids)
             continue
         newest.update(dict.fromkeys(ids, delivered))
+    return _by_key(planned, reads, newest, failed, starts, minutes - arriving)
+
+
+def _by_key(
+    planned: list[tuple[str, Key, str, dict[str, Any]]],
+    reads: _Reads,
+    newest: dict[str, datetime | None],
+    failed: set[str],
+    starts: list[datetime],
+    arriving_from: int,
+) -> dict[Key, Series]:
+    """Each key's series (`_series`), wholly unknown where a query of it ``failed``."""
     by_key: dict[Key, dict[str, str]] = {}
     for qid, key, kind, _ in planned:
         by_key.setdefault(key, {})[kind] = qid
@@ -118,25 +137,29 @@ def fetch(
         if any(q in failed for q in pair):
             out[key] = Series.all_unknown(starts)
         else:
-            out[key] = _series(reads, pair, newest[pair[0]], starts)
+            out[key] = _series(reads, pair, newest[pair[0]], starts, arriving_from)
     return out
 
 
 def _series(
-    reads: _Reads, pair: tuple[str, str], last: datetime | None, starts: list[datetime]
+    reads: _Reads,
+    pair: tuple[str, str],
+    last: datetime | None,
+    starts: list[datetime],
+    arriving_from: int,
 ) -> Series:
     """One key's series from its consumed and throttle queries (``pair``), ``last`` the
-    newest known minute of their batch."""
+    newest known minute of their batch; from the minute at ``arriving_from`` (an index of
+    ``starts``) on, a minute without a datapoint of either query is unknown (`fetch`)."""
     whole = all(reads.complete.get(q, False) for q in pair)
     untrusted = [not whole or any(m in reads.bad[q] for q in pair) for m in starts]
     unknown = [u or last is None or m > last for m, u in zip(starts, untrusted, strict=True)]
-    consumed = [
-        0.0 if u else reads.sums[pair[0]].get(m, 0.0) / 60
-        for m, u in zip(starts, unknown, strict=True)
-    ]
-    throttles = [
-        0.0 if u else reads.sums[pair[1]].get(m, 0.0) for m, u in zip(starts, unknown, strict=True)
-    ]
+    sums, events = reads.sums[pair[0]], reads.sums[pair[1]]
+    for i in range(max(arriving_from, 0), len(starts)):  # the newest minutes only
+        if not unknown[i] and starts[i] not in sums and starts[i] not in events:
+            unknown[i] = True  # no datapoint of its own yet: late, or idle
+    consumed = [0.0 if u else sums.get(m, 0.0) / 60 for m, u in zip(starts, unknown, strict=True)]
+    throttles = [0.0 if u else events.get(m, 0.0) for m, u in zip(starts, unknown, strict=True)]
     return Series(list(starts), consumed, throttles, unknown, untrusted=sum(untrusted))
 
 

@@ -635,6 +635,13 @@ class ScalerConfig:
             + LATE_MINUTES
         )
 
+    @property
+    def arriving_minutes(self) -> int:
+        """The newest minutes of a tick's window whose datapoints may still be on their way
+        (the metric lag's and LATE_MINUTES): a dimension's minute among them without a
+        datapoint of its own is unknown, not idle (`ddb_capacity_runtime.aws.metrics.fetch`)."""
+        return self.metric_lag_minutes + LATE_MINUTES
+
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> ScalerConfig:
         """Read the ``SCALER_*`` variables of `SETTINGS`; raise `ConfigError`

@@ -109,16 +109,15 @@ def trusted_demand(
     key = (table, index, dimension)
     start, end = window(ctx.now(), TRUSTED_MINUTES, TRUSTED_LAG_MINUTES)
     cloudwatch = ctx.clients.cloudwatch
-    series = metrics.fetch(cloudwatch, [key], start, end, witness=witness)[key]
+    # a newest minute the witness alone shows delivered, with nothing of the dimension's own
+    # in it, may not be delivered for the dimension yet (1-3 minutes late): not known
+    series = metrics.fetch(
+        cloudwatch, [key], start, end, witness=witness, arriving=TRUSTED_LAG_MINUTES
+    )[key]
     if any(t > 0 for t in series.throttles):
         series = metrics.fetch_causes(cloudwatch, {key: series}, start, end, errors={})[key]
     unknown = series.unknown or [False] * len(series.consumed)
-    # a newest minute the witness alone shows delivered, with nothing of the dimension's own
-    # in it, may not be delivered for the dimension yet (1-3 minutes late): not known
-    lag = len(unknown) - TRUSTED_LAG_MINUTES
-    seen = [c > 0 or t > 0 for c, t in zip(series.consumed, series.throttles, strict=True)]
-    known = [i for i, u in enumerate(unknown) if not u and (i < lag or seen[i])]
-    known = known[-TRUSTED_MINUTES:]
+    known = [i for i, u in enumerate(unknown) if not u][-TRUSTED_MINUTES:]
     unfixable = series.unfixable or [0.0] * len(series.throttles)
     refused = sum((max(0.0, series.throttles[i] - unfixable[i]) for i in known), 0.0)
     undelivered = max(0, TRUSTED_MINUTES - len(known) - series.untrusted)

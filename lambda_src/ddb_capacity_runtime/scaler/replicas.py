@@ -45,7 +45,8 @@ def replicated(
             wanted.setdefault(region, []).extend(keys)
     others: dict[Key, list[Series]] = {}
     for region, keys in sorted(wanted.items()):
-        for key, found in _read_region(clients, region, keys, window, fail, deadline).items():
+        read = _read_region(clients, region, keys, window, config.arriving_minutes, fail, deadline)
+        for key, found in read.items():
             others.setdefault(key, []).append(found)
     out = dict(series)
     for key, theirs in others.items():
@@ -58,10 +59,12 @@ def _read_region(
     region: str,
     keys: list[Key],
     window: tuple[datetime, datetime],
+    arriving: int,
     fail: Callable[[str, str], None],
     deadline: Deadline,
 ) -> dict[Key, Series]:
-    """``keys``' series in ``region`` (its own throttles told apart by cause); all unknown,
+    """``keys``' series in ``region`` (its own throttles told apart by cause; ``arriving``:
+    the newest minutes, known only with a datapoint of their own: `metrics.fetch`); all unknown,
     and each table failed, where the Region cannot be read (a table whose series came back
     from another batch of the Region is not failed)."""
     start, end = window
@@ -73,7 +76,7 @@ def _read_region(
         cloudwatch = clients.cloudwatch_of(region)
         if deadline.left() < 2 * call_bound(cloudwatch):
             raise DeadlinePassed(f"too little of the tick left to read {region}")
-        found = metrics.fetch(cloudwatch, keys, start, end, errors=errors)
+        found = metrics.fetch(cloudwatch, keys, start, end, errors=errors, arriving=arriving)
         found = metrics.fetch_causes(cloudwatch, found, start, end, errors=by_cause)
     except Exception as exc:  # the Region's writes are unknown: no decrease of them
         errors.append(describe_error(exc))

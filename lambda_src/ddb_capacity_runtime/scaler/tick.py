@@ -249,7 +249,9 @@ def _measure(t: _Tick, tables: list[ManagedTable]) -> dict[Key, Series]:
     """Every dimension's series over the tick's window (GetMetricData); a batch that fails
     is a shared failure, and its dimensions' minutes unknown. The state store, which every
     tick reads, witnesses the minutes CloudWatch has delivered (`metrics.fetch`): idle
-    tables alone are idle, not unknown."""
+    tables alone are idle, not unknown; but for its newest minutes, whose datapoints may
+    still be arriving (`ScalerConfig.arriving_minutes`): a dimension's minute among them is
+    known only with a datapoint of its own."""
     start, end = window(t.now, t.config.history_minutes, t.config.metric_lag_minutes)
     keys = [d.key for table in tables for d in table.dimensions]
     if not keys:
@@ -263,6 +265,7 @@ def _measure(t: _Tick, tables: list[ManagedTable]) -> dict[Key, Series]:
         errors=errors,
         throttled=t.throttled,
         witness=t.store.name,
+        arriving=t.config.arriving_minutes,
     )
     t.shared_failures += errors
     by_cause: dict[Key, str] = {}

@@ -90,7 +90,14 @@ def traffic_needs(
     failures: list[str] = []
     try:
         series = metrics.fetch(
-            cloudwatch(), keys, start, end, errors=failures, throttled=failures, witness=table
+            cloudwatch(),
+            keys,
+            start,
+            end,
+            errors=failures,
+            throttled=failures,
+            witness=table,
+            arriving=METRIC_LAG_MINUTES + LATE_MINUTES,
         )
     except Exception as exc:  # a client not made, an answer not read: nothing is known
         failures.append(f"GetMetricData: {describe_error(exc)}")

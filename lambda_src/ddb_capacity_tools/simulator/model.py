@@ -298,16 +298,17 @@ class SimulatedTable:
         return series[start:stop]
 
     def metrics(
-        self, key: Key, first: int, count: int, t: int, newest: int | None
+        self, key: Key, first: int, count: int, t: int, newest: int | None, arriving: int = 0
     ) -> tuple[list[float], list[float], list[bool], int]:
         """Consumed and throttle events of minutes ``first`` .. ``first + count - 1`` as the
         run-time's GetMetricData reads them at the start of minute ``t`` (`metrics.fetch`),
         ``newest`` the newest minute its batch holds a datapoint of (`delivered_through`):
         a minute up to it without a datapoint (no traffic, or not delivered yet) reads 0 and
-        is known; the minutes after it are left out, not delivered yet (their number is
-        returned: `Series.undelivered`). Also returned: per minute whether it is unknown
-        (before the simulation; empty when none is). A window with no minute up to
-        ``newest`` lists every minute, unknown."""
+        is known, but for the newest ``arriving`` minutes of the window, where it is unknown
+        (late, or idle); the minutes after it are left out, not delivered yet (their number
+        is returned: `Series.undelivered`). Also returned: per minute whether it is unknown
+        (before the simulation, or without a datapoint among the newest; empty when none
+        is). A window with no minute up to ``newest`` lists every minute, unknown."""
         start = first + self.offset
         stop = start + count
         end = (
@@ -321,10 +322,16 @@ class SimulatedTable:
         throttles = self._delivered(
             d.throttle_events, d.throttles_visible_at, lo, end, t, p.throttle_delay_minutes
         )
+        late = stop - arriving - lo  # the first of the newest minutes, in the lists read
+        unknown = [True] * (lo - start) + [False] * (end - lo) if lo > start else []
+        if late < end - lo:
+            for i in range(late if late > 0 else 0, end - lo):
+                if not consumed[i] and not throttles[i]:  # no datapoint of its own
+                    unknown = unknown or [False] * (end - start)
+                    unknown[lo - start + i] = True
         if lo == start:
-            return consumed, throttles, [], stop - end
+            return consumed, throttles, unknown, stop - end
         before = [0.0] * (lo - start)
-        unknown = [True] * (lo - start) + [False] * (end - lo)
         return before + consumed, before + throttles, unknown, stop - end
 
     def _delivered(

@@ -505,18 +505,29 @@ class ThrottleAware:
         }
 
     def _series(
-        self, sim: SimulatedTable, key: Key, t: int, first: int, count: int, newest: int | None
+        self,
+        sim: SimulatedTable,
+        key: Key,
+        t: int,
+        window: tuple[int, int],
+        newest: int | None,
+        arriving: int,
     ) -> Series:
-        """What the Lambda's GetMetricData would return for minutes ``first`` ..
-        ``first + count - 1``, ``newest`` the newest minute its batch holds a datapoint of
+        """What the Lambda's GetMetricData would return for the ``window`` (its first minute
+        and how many), ``newest`` the newest minute its batch holds a datapoint of
         (`SimulatedTable.delivered_through`): a minute up to it without a datapoint reads 0,
-        known (idle, or late: the Lambda cannot tell); the minutes after it are not delivered
+        known (idle), but among the newest ``arriving`` minutes (whose datapoints may still
+        be on their way: `ScalerConfig.arriving_minutes`), where it reads 0, unknown (late,
+        or idle: the Lambda cannot tell); the minutes after ``newest`` are not delivered
         yet, left out of the lists as the tick would leave them out (unknown: they read 0
         and forbid any decrease). Where the table has a hot partition and a minute is
         throttled, the causes are told apart as ``fetch_causes`` tells them: ``unfixable``
         and ``key_range`` hold the key-range throttle events (the model's only cause that
         capacity cannot fix)."""
-        consumed, throttles, unknown, undelivered = sim.metrics(key, first, count, t, newest)
+        first, count = window
+        consumed, throttles, unknown, undelivered = sim.metrics(
+            key, first, count, t, newest, arriving
+        )
         listed = count - undelivered
         times = sim.times(first, listed)
         if not self.causes or sim.partitions is None or not any(throttles):
@@ -642,8 +653,9 @@ class ThrottleAware:
         """The table as the Lambda's discovery and GetMetricData show it at ``t``: every
         dimension not UPDATING, and its window of minutes. The table is the one described
         last while its dimensions are the same (it is read only)."""
-        first, count = self._window(sim, t)
+        window = self._window(sim, t)
         newest = sim.delivered_through(t, self.tick)
+        arriving = self.config.arriving_minutes
         dims, series = [], {}
         busy_until = sim.busy_until
         for key in sim.keys:
@@ -652,7 +664,7 @@ class ThrottleAware:
             d = self._dimension(sim, key)
             dims.append(d)
             series[(SIMULATED_TABLE, key[0], key[1])] = self._series(
-                sim, key, t, first, count, newest
+                sim, key, t, window, newest, arriving
             )
         last = self._described
         if last is None or last.dimensions != dims:  # else the same table again
