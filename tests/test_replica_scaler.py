@@ -161,6 +161,29 @@ def test_an_unreadable_region_is_a_failure_and_never_lowers_a_write(
 START = datetime(2026, 1, 5, tzinfo=UTC)
 
 
+def test_a_write_minute_late_in_another_region_restores_no_write_minimum(
+    worlds: dict[str, World],
+) -> None:
+    # GIVEN both write minimums raised by a write throttled in us-east-1
+    name = writes_throttled_in_us(worlds)
+    for region in worlds:
+        tick(worlds, region, name)
+    raised = minimums(worlds, name, "write")
+    assert raised[US] == raised[EU] > WRITE_MIN
+    # WHEN, the throttles over, later ticks see light writes up to their end in eu-west-1,
+    # and in us-east-1 all but the minute 4 minutes before the end (not arrived yet, while
+    # the newer ones have)
+    later = worlds[US].now + timedelta(minutes=45)
+    worlds[EU].traffic(name, "write", 5, minutes=range(-44, -28))
+    worlds[US].traffic(name, "write", 5, minutes=range(-44, -43))
+    worlds[US].traffic(name, "write", 5, minutes=range(-42, -28))
+    summaries = {region: tick(worlds, region, name, later) for region in worlds}
+    # THEN eu-west-1 keeps its raised write minimum: us-east-1's late minute is not an idle
+    # one, and the replicas' writes are one (and so does us-east-1, for its own)
+    assert minimums(worlds, name, "write") == raised
+    assert all(s["failures"] == [] for s in summaries.values())
+
+
 def series(
     consumed: list[float],
     throttles: list[float],

@@ -276,6 +276,34 @@ def test_an_update_leaves_a_throttled_dimension_and_lowers_the_others(
     assert "throttled" in left["reason"]
 
 
+def test_an_update_leaves_a_dimension_whose_newest_minute_is_late_and_lowers_the_others(
+    cloudwatch: Any, autoscaling: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # GIVEN a live table whose read's minute 3 minutes ago has not arrived (CloudWatch late
+    # with it) while its newer ones, and every minute of its write, have
+    name = table_name()
+    register(autoscaling, name)
+    end = minute_now()
+    put_traffic(cloudwatch, name, "read", 560, end=end, minutes=range(4, 21))
+    put_traffic(cloudwatch, name, "read", 560, end=end, minutes=range(1, 3))
+    put_traffic(cloudwatch, name, "write", 7, end=end, minutes=range(1, 21))
+    # WHEN the settle step's Update runs
+    with caplog.at_level(logging.INFO):
+        answer = settle(
+            update_event(name),
+            described(name),
+            lowered(name, 2000, gsi_read=10),
+            cloudwatch,
+            autoscaling,
+        )
+    # THEN the read keeps its mark: its late minute is not idle, and may have held more;
+    # the write goes to its need, and the GSI's idle read to its operating
+    assert answer["Data"]["Settled"] == "true"
+    (left,) = left_events(caplog)
+    assert (left["index"], left["dimension"]) == (None, "read")
+    assert left["reason"].startswith("CloudWatch cannot vouch for ")
+
+
 def test_an_update_lowers_a_fixed_capacity_to_its_operating_without_reading_traffic(
     cloudwatch: Any, autoscaling: Any
 ) -> None:

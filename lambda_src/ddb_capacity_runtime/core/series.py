@@ -31,8 +31,10 @@ class Series:
     """Per complete minute, oldest first: consumed units per second, throttle events.
 
     ``unknown`` marks minutes whose data is not known (CloudWatch did not say the result was
-    complete, had not delivered the minute yet, or gave a NaN, negative or infinite value);
-    their values read 0 and they forbid any decrease. Empty: every minute is known.
+    complete, had not delivered the minute yet, or gave a NaN, negative or infinite value;
+    or the minute is among the newest, whose datapoints may still be on their way, and holds
+    none of the dimension's own: `ddb_capacity_runtime.aws.metrics.fetch`); their values
+    read 0 and they forbid any decrease. Empty: every minute is known.
 
     ``throttles`` counts every throttle event, whatever its cause. Where DynamoDB's metrics
     by cause were read (`ddb_capacity_runtime.aws.metrics.fetch_causes`),
