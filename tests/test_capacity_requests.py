@@ -403,6 +403,49 @@ def test_a_malformed_hold_a_write_leaves_out_is_counted_in_a_lambda_function(
     assert logged and all("junk" in str(f) for f in logged)
 
 
+NOT_MAPS = [{"S": "garbage"}, {"L": [{"M": {"units": {"N": "5"}}}]}, {"NULL": True}]
+"""``holds`` attributes that are not a map: no component writes them."""
+
+
+@pytest.mark.parametrize("holds", NOT_MAPS, ids=["string", "list", "null"])
+@pytest.mark.parametrize("where", ["request", "restore"])
+def test_a_holds_attribute_that_is_not_a_map_is_malformed_never_no_holds(
+    world: World,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    where: str,
+    holds: dict[str, Any],
+) -> None:
+    # GIVEN a dimension a hold raised from 50 to 100, whose item's holds were then
+    # overwritten by something that is not a map
+    name = world.table("NotAMap", 10, 50, tagged=False)
+    request_capacity(name, write=100, clients=world.clients, store=world.store)
+    assert world.throughput(name) == (10, 100)
+    world.store_ddb.update_item(
+        TableName=world.store.name,
+        Key={"pk": {"S": name}, "sk": {"S": "table:write"}},
+        UpdateExpression="SET holds = :h",
+        ExpressionAttributeValues={":h": holds},
+    )
+    # THEN a reader takes it for one malformed hold, not for no holds
+    state = stored(world, name)[(None, "write")]
+    assert (state.holds, state.malformed) == ((), ("(holds: not a map)",))
+    # AND the broker's next write of the dimension drops it, counted once (alarmed), and
+    # lowers nothing on it: what it held is not known
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "the-broker")
+    capsys.readouterr()
+    events: dict[str, dict[str, Any]] = {
+        "request": {"action": "request", "table": name, "write": 50, "hold_minutes": 5},
+        "restore": {"action": "restore"},
+    }
+    config = BrokerConfig({name: frozenset()})
+    answer = serve(events[where], config, clients=world.clients, store=world.store)
+    assert answer["ok"] is True
+    assert counted(capsys.readouterr().out, "HoldsDropped") == 1
+    assert all(s.malformed == () for s in world.store.table(name))
+    assert world.throughput(name) == (10, 100)
+
+
 def test_a_malformed_hold_dropped_in_a_users_process_is_logged_not_printed(
     world: World,
     monkeypatch: pytest.MonkeyPatch,

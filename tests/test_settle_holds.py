@@ -238,6 +238,7 @@ def denied() -> Any:
         ("denied", "its capacity holds could not be read (hold store holds-"),
         ("no-store", "ResourceNotFoundException"),
         ("malformed", "malformed hold(s) of table read: what it holds is not known"),
+        ("not-a-map", "malformed hold(s) of table read: what it holds is not known"),
     ],
 )
 @pytest.mark.usefixtures("in_lambda")
@@ -250,8 +251,8 @@ def test_a_fixed_capacity_whose_holds_are_unknown_stays_at_its_mark_and_is_count
     reason: str,
 ) -> None:
     # GIVEN a table of fixed capacities whose holds cannot be known: the store's Query is
-    # denied, the store is gone, or it holds a hold no component could have written on the
-    # read (units above any table's quota)
+    # denied, the store is gone, or it holds on the read a hold no component could have
+    # written (units above any table's quota), or holds that are not a map at all
     name = table_name()
     reader, named = dynamodb, store
     if case == "denied":
@@ -260,9 +261,19 @@ def test_a_fixed_capacity_whose_holds_are_unknown_stays_at_its_mark_and_is_count
         named = f"gone-{uuid.uuid4().hex[:8]}"
     else:
         hold(dynamodb, store, name, "table:read", 2_000_000)
+    if case == "not-a-map":
+        key = {"pk": {"S": name}, "sk": {"S": "table:read"}}
+        garbage = {":h": {"S": "garbage"}}
+        dynamodb.update_item(
+            TableName=store,
+            Key=key,
+            UpdateExpression="SET holds = :h",
+            ExpressionAttributeValues=garbage,
+        )
+    malformed = case in ("malformed", "not-a-map")
     # WHEN the settle step runs
     with caplog.at_level(logging.INFO):
-        update = None if case != "malformed" else settled_to(name, 2000)
+        update = None if not malformed else settled_to(name, 2000)
         answer = settle(update_event(name, named), described(name), update, reader)
     # THEN what is unknown keeps its mark (the malformed read alone; every dimension when the
     # store cannot be read), and the step completes: the deploy goes on
@@ -270,7 +281,7 @@ def test_a_fixed_capacity_whose_holds_are_unknown_stays_at_its_mark_and_is_count
     left = left_events(caplog)
     expected = (
         {(None, "read")}
-        if case == "malformed"
+        if malformed
         else {
             (None, "read"),
             (None, "write"),

@@ -48,7 +48,7 @@ version), so a late register of the library is still read as the library's.
 
 Items are untrusted input like tags: a hold whose units exceed the configured maximum, or
 that expires later than the longest hold from now, is malformed, never obeyed, and removed
-by the next restore.
+by the next restore; so is a ``holds`` that is not a map (`NOT_A_MAP`), never read as none.
 """
 
 from __future__ import annotations
@@ -80,7 +80,6 @@ from ..core.holds import (
 )
 from ..core.names import (
     DEFAULT_TABLE_QUOTA,
-    DIMENSIONS,
     MAX_TABLE_QUOTA,
     METRICS_NAMESPACE,
     STORE_ENV,
@@ -88,6 +87,7 @@ from ..core.names import (
     metrics_store,
     parse_table_quota,
     scope_label,
+    scope_of,
 )
 from ..core.ownership import HIGHEST, LOWEST
 from ..core.validators import whole_text
@@ -136,6 +136,8 @@ MAX_UNITS_ENV = "CAPACITY_MAX_UNITS"
 the store), for workers and for the Lambda functions (set by ``CapacityRequests``)."""
 MAX_HOLD_ENV = "CAPACITY_MAX_HOLD_MINUTES"
 MAX_TOTAL_UNITS_ENV = "CAPACITY_MAX_TOTAL_UNITS"
+NOT_A_MAP = "(holds: not a map)"
+"""The one malformed hold of an item whose ``holds`` is not a map: what it holds is unknown."""
 MARKER = "once:"
 """The sort key prefix of a marker item (`HoldStore.mark`)."""
 MAX_PLAN_CHARS = 256
@@ -251,14 +253,14 @@ class HoldStore:
         """An item as a HeldDimension; None for an item that names no dimension or holds
         nothing (a lease alone)."""
         table = item.get("pk", {}).get("S")
-        scope = _scope(item.get("sk", {}).get("S", ""))
+        scope = scope_of(item.get("sk", {}).get("S", ""))
         if not table or scope is None:
             return None
         index, dimension = scope
         quota = MAX_TABLE_QUOTA  # levels the table had, whatever this store's quota
         base = _base(item)
         now = datetime.fromtimestamp(self.clock(), UTC)
-        holds, malformed = self._holds(item.get("holds", {}).get("M", {}), index, dimension, now)
+        holds, malformed = self._holds(item.get("holds"), index, dimension, now)
         set_to = whole_text(item.get("set_to", {}).get("N"), 1, quota)
         intent = whole_text(item.get("intent", {}).get("N"), 1, quota)
         recent = recent_intents(item.get("recent"), quota, now.timestamp())
@@ -290,15 +292,19 @@ class HoldStore:
         )
 
     def _holds(
-        self, raw: Mapping[str, Any], index: str | None, dimension: str, now: datetime
+        self, raw: Any, index: str | None, dimension: str, now: datetime
     ) -> tuple[list[Hold], list[str]]:
-        """An item's holds: the well-formed ones, and the ids of the others (units over the
-        largest hold, an expiry past the longest hold from ``now`` by more than the
-        `CLOCK_SKEW` tolerated between two writers, a baseline over `MAX_TABLE_QUOTA`, a
-        token that is not a digest)."""
+        """An item's holds (``raw``: its ``holds`` attribute, absent for none): the well-formed
+        ones, and the ids of the others (units over the largest hold, an expiry past the
+        longest hold from ``now`` by more than the `CLOCK_SKEW` tolerated between two
+        writers, a baseline over `MAX_TABLE_QUOTA`, a token that is not a digest), or
+        `NOT_A_MAP` alone for a ``holds`` that is not a map (none of it can be read)."""
         latest = (now + self.limits.max_hold + CLOCK_SKEW).timestamp()
+        entries = raw.get("M") if isinstance(raw, Mapping) else None
+        if not isinstance(entries, Mapping):
+            return [], [] if raw is None else [NOT_A_MAP]
         holds, malformed = [], []
-        for ident, entry in raw.items():
+        for ident, entry in entries.items():
             fields = entry.get("M", {}) if isinstance(entry, Mapping) else {}
             units = whole_text(fields.get("units", {}).get("N"), 1, self.limits.max_units)
             expires = whole_text(fields.get("expires", {}).get("N"), 0, int(latest))
@@ -771,19 +777,6 @@ def _hold_item(h: Hold) -> dict[str, Any]:
         "baseline": {"N": str(h.baseline)},
         **({"token": {"S": h.token_hash}} if h.token_hash else {}),
     }
-
-
-def _scope(sk: str) -> tuple[str | None, str] | None:
-    """The (index, dimension) a sort key ``<table|index/NAME>:<read|write>`` names; None
-    for any other."""
-    scope, _, dimension = sk.rpartition(":")
-    if dimension not in DIMENSIONS:
-        return None
-    if scope == "table":
-        return None, dimension
-    if scope.startswith("index/") and len(scope) > len("index/"):
-        return scope[len("index/") :], dimension
-    return None
 
 
 def _is_digest(raw: object) -> bool:

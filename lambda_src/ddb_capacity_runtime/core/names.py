@@ -132,3 +132,16 @@ def scalable_dimension(index: str | None, dimension: str) -> str:
 def scope_label(index: str | None) -> str:
     """How tags name the table itself or one of its GSIs: ``table`` or ``index/NAME``."""
     return "table" if index is None else f"index/{index}"
+
+
+def scope_of(sort_key: str) -> tuple[str | None, str] | None:
+    """The (index, dimension) a state store item's sort key ``<table|index/NAME>:<read|write>``
+    names (`scope_label`'s, then the dimension); None for any other."""
+    scope, _, dimension = sort_key.rpartition(":")
+    if dimension not in DIMENSIONS:
+        return None
+    if scope == "table":
+        return None, dimension
+    if scope.startswith("index/") and len(scope) > len("index/"):
+        return scope[len("index/") :], dimension
+    return None
