@@ -786,9 +786,9 @@ def test_the_settle_functions_take_their_options_and_the_wait_is_the_providers(
             "ProvisionedTable Test/T: function_options: got {'Settle': FunctionOptions(",
         ),
         (
-            lambda s: settled(s, "T", {"Settle": FunctionOptions(timeout=Duration.seconds(20))}),
-            "function_options['Settle']: timeout: got 20 seconds; expected a Duration from 30 "
-            "seconds to 15 minutes: each call of the settle step makes one DescribeTable",
+            lambda s: settled(s, "T", {"Settle": FunctionOptions(timeout=Duration.seconds(30))}),
+            "function_options['Settle']: timeout: got 30 seconds; expected a Duration from 1 "
+            "minute to 15 minutes: each call of the settle step makes one DescribeTable",
         ),
     ],
 )
@@ -815,7 +815,7 @@ def test_the_settle_providers_logs_are_kept_and_deleted_as_the_settle_functions(
     assert {resources[g]["DeletionPolicy"] for g in groups} == {"Delete"}
 
 
-@pytest.mark.parametrize("seconds", [30, 900])
+@pytest.mark.parametrize("seconds", [60, 900])
 def test_a_settle_timeout_at_either_end_of_its_range_is_taken(
     stack: cdk.Stack, seconds: int
 ) -> None:

@@ -8,10 +8,13 @@ the other settle tests."""
 
 from __future__ import annotations
 
+import io
 import json
 import logging
+import sys
 import time
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -19,8 +22,16 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from ddb_capacity_runtime.aws.clients import call_bound, settle_store_client
+from constructs_pkg.table import _SETTLE_DEFAULTS
+from ddb_capacity_runtime.aws.clients import (
+    call_bound,
+    settle_autoscaling_client,
+    settle_cloudwatch_client,
+    settle_store_client,
+)
 from ddb_capacity_runtime.settle.handler import SettleError, is_complete, on_event
+from ddb_capacity_runtime.settle.live_holds import MAX_HOLD_PAGES
+from ddb_capacity_runtime.settle.settle_plan import PERMISSION_WAIT_S
 from ddb_capacity_tools.local_aws import create_store_table
 from tests.test_settle_live import (
     autoscaling as autoscaling,  # noqa: F401 (fixture)
@@ -140,13 +151,19 @@ def settle(
     holds: Any,
     cloudwatch: Any = None,
     autoscaling: Any = None,
+    *,
+    clock: Callable[[], float] = time.time,
+    in_use: bool = False,
 ) -> dict[str, Any]:
-    """One call of is_complete on ``table``, expecting exactly the UpdateTable ``update``
-    (None: none); ``holds``: the hold store's reader."""
+    """One call of is_complete on ``table`` at ``clock``, expecting exactly the UpdateTable
+    ``update`` (None: none), refused as ResourceInUseException with ``in_use``; ``holds``:
+    the hold store's reader."""
     client = stubbed()
     with Stubber(client) as stubber:
         stubber.add_response("describe_table", {"Table": table}, {"TableName": table["TableName"]})
-        if update is not None:
+        if update is not None and in_use:
+            stubber.add_client_error("update_table", "ResourceInUseException", "updating", 400)
+        elif update is not None:
             stubber.add_response("update_table", {"TableDescription": {}}, update)
         answer = is_complete(
             event,
@@ -155,6 +172,7 @@ def settle(
             cloudwatch=cloudwatch,
             autoscaling=autoscaling,
             holds=holds,
+            clock=clock,
         )
         stubber.assert_no_pending_responses()
     return answer
@@ -222,14 +240,21 @@ def test_a_step_without_a_hold_store_reads_no_holds(dynamodb: Any, store: str) -
     assert answer["Data"]["Settled"] == "true"
 
 
-def denied() -> Any:
+def denied(code: str = "AccessDeniedException") -> Any:
+    """A hold store reader whose one Query is refused with ``code``."""
     client = boto3.client(
         "dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
     )
     stubber = Stubber(client)
-    stubber.add_client_error("query", "AccessDeniedException", "no")
+    stubber.add_client_error("query", code, "no")
     stubber.activate()
     return client
+
+
+def late() -> float:
+    """A call past the step's wait for an error that may pass (`PERMISSION_WAIT_S` after its
+    first call)."""
+    return time.time() + PERMISSION_WAIT_S + 5
 
 
 @pytest.mark.parametrize(
@@ -274,7 +299,7 @@ def test_a_fixed_capacity_whose_holds_are_unknown_stays_at_its_mark_and_is_count
     # WHEN the settle step runs
     with caplog.at_level(logging.INFO):
         update = None if not malformed else settled_to(name, 2000)
-        answer = settle(update_event(name, named), described(name), update, reader)
+        answer = settle(update_event(name, named), described(name), update, reader, clock=late)
     # THEN what is unknown keeps its mark (the malformed read alone; every dimension when the
     # store cannot be read), and the step completes: the deploy goes on
     assert answer["IsComplete"] is True
@@ -318,10 +343,156 @@ def test_a_hold_store_that_is_no_table_name_fails_the_step_naming_it(given: obje
         on_event(event, None)
 
 
-def test_the_hold_store_read_fits_a_create_s_share_of_the_shortest_timeout(
+def test_the_reads_of_one_call_fit_the_settle_function_s_shortest_timeout(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # a Create reads no traffic and no minimums: its holds' read, at its worst, takes 11 s of
-    # the settle function's shortest timeout of 30
+    # an Update of a served table with auto-scaled and fixed dimensions reads, in one call, its
+    # traffic, its minimums and its holds (at most MAX_HOLD_PAGES pages of the store's Query):
+    # each at its worst (every attempt timing out), 48 s together, which leaves the shortest
+    # timeout the settle functions take 12 s for DescribeTable and UpdateTable
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    assert call_bound(settle_store_client()) == 11.0
+    reads = (
+        call_bound(settle_cloudwatch_client())
+        + call_bound(settle_autoscaling_client())
+        + MAX_HOLD_PAGES * call_bound(settle_store_client())
+    )
+    shortest = _SETTLE_DEFAULTS["Settle"].shortest.to_seconds()
+    assert (reads, shortest) == (48.0, 60)
+    assert f"up to {MAX_HOLD_PAGES} pages of its hold store's Query (48 s at most" in " ".join(
+        _SETTLE_DEFAULTS["Settle"].why.split()
+    )
+
+
+def test_holds_past_the_pages_the_step_reads_leave_their_dimensions_at_their_mark(
+    dynamodb: Any, store: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # GIVEN a table whose items in the hold store fill more than MAX_HOLD_PAGES pages of 1 MB
+    name = table_name()
+    for i in range(3 * MAX_HOLD_PAGES):
+        item = {"pk": {"S": name}, "sk": {"S": f"once:pad{i}"}, "pad": {"S": "x" * 390_000}}
+        dynamodb.put_item(TableName=store, Item=item)
+    # WHEN its settle step runs: THEN it reads no further, and lowers nothing whose holds it
+    # did not read (the deploy goes on)
+    with caplog.at_level(logging.INFO):
+        answer = settle(update_event(name, store), described(name), None, dynamodb)
+    assert answer["IsComplete"] is True
+    left = left_events(caplog)
+    assert len(left) == 3, left
+    assert all(f"more than {MAX_HOLD_PAGES} pages" in e["reason"] for e in left), left
+
+
+@pytest.mark.parametrize(
+    "code",
+    ["AccessDeniedException", "ThrottlingException", "ProvisionedThroughputExceededException"],
+)
+@pytest.mark.usefixtures("in_lambda")
+def test_a_hold_read_that_meets_an_error_that_may_pass_is_read_again_at_the_next_call(
+    dynamodb: Any,
+    store: str,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+    code: str,
+) -> None:
+    # GIVEN a fixed capacity a capacity request holds at 1,000, and a step whose first read
+    # of the hold store is refused: denied while IAM applies the ReadHolds statement this
+    # deploy added, or throttled
+    name = table_name()
+    hold(dynamodb, store, name, "table:read", 900)
+    event = update_event(name, store)
+    # WHEN its first call meets it, within the step's wait for such an error
+    with caplog.at_level(logging.INFO):
+        first = settle(event, described(name), None, denied(code))
+    # THEN it answers to be asked again: nothing lowered, nothing left at its mark, nothing
+    # counted, and the status it waits on names the error
+    assert first == {"IsComplete": False}
+    assert left_events(caplog) == []
+    assert counts(capsys) == []
+    (waiting,) = [vars(r) for r in caplog.records if r.getMessage() == "settle-waiting"]
+    assert code in waiting["status"], waiting
+    # AND the next call reads the holds, and lowers the read no further than them
+    second = settle(event, described(name), settled_to(name, 1000), dynamodb)
+    assert second == {"IsComplete": True, "Data": {"Settled": "true"}}
+    assert counts(capsys) == []
+
+
+@pytest.mark.parametrize("kind", ["fixed", "auto-scaled"])
+@pytest.mark.usefixtures("in_lambda")
+def test_past_the_wait_an_unread_hold_store_leaves_each_dimension_saying_what_lowers_it(
+    caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    # GIVEN a step whose hold store is still throttled past its wait: an Update of fixed
+    # capacities, or a Create of auto-scaled ones
+    name = table_name()
+    event = update_event(name, "holds") if kind == "fixed" else create_event(name, "holds")
+    table = described(name) if kind == "fixed" else new_table(name)
+    with caplog.at_level(logging.INFO):
+        answer = settle(event, table, None, denied("ThrottlingException"), clock=late)
+    # THEN each dimension stays at its mark, counted once, and its event says what becomes
+    # of it: auto scaling lowers an auto-scaled one; a fixed one stays until someone
+    # lowers it, and how
+    assert answer == {"IsComplete": True, "Data": {"Settled": "false"}}
+    left = left_events(caplog)
+    assert len(left) == 3
+    assert [r["SettleLeft"] for r in counts(capsys)] == [3]
+    for e in left:
+        if kind == "fixed":
+            assert "stays there until someone lowers it" in e["consequence"], e
+            assert "aws dynamodb update-table" in e["consequence"], e
+        else:
+            assert e["consequence"] == "left at its high-water mark: auto scaling lowers it"
+
+
+@pytest.mark.usefixtures("in_lambda")
+def test_a_dimension_left_is_counted_once_though_its_update_is_tried_again(
+    dynamodb: Any, store: str, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a fixed capacity whose read holds a malformed hold (left at its mark), the others
+    # to lower
+    name = table_name()
+    hold(dynamodb, store, name, "table:read", 2_000_000)
+    event = update_event(name, store)
+    # WHEN the step's UpdateTable meets another update of the table, and goes through at
+    # the next call
+    with caplog.at_level(logging.INFO):
+        first = settle(event, described(name), settled_to(name, 2000), dynamodb, in_use=True)
+        second = settle(event, described(name), settled_to(name, 2000), dynamodb)
+    # THEN the read left at its mark is logged and counted once, by the call that settled
+    assert first == {"IsComplete": False}
+    assert second["Data"]["Settled"] == "true"
+    assert [r["SettleLeft"] for r in counts(capsys)] == [1]
+    assert len(left_events(caplog)) == 1
+
+
+class Unwritable(io.StringIO):
+    """A standard output that cannot be written (a closed pipe)."""
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError("closed")
+
+
+@pytest.mark.usefixtures("in_lambda")
+def test_the_count_is_dated_by_the_step_s_clock(
+    dynamodb: Any, store: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a fixed capacity whose read holds a malformed hold: WHEN the step, on its clock a
+    # minute ahead, leaves it at its mark: THEN its count is dated by that clock
+    name = table_name()
+    hold(dynamodb, store, name, "table:read", 2_000_000)
+    at = time.time() + 60
+    event, table = update_event(name, store), described(name)
+    settle(event, table, settled_to(name, 2000), dynamodb, clock=lambda: at)
+    (record,) = counts(capsys)
+    assert record["_aws"]["Timestamp"] == int(at * 1000)
+
+
+@pytest.mark.usefixtures("in_lambda")
+def test_a_count_that_cannot_be_written_fails_nothing(
+    dynamodb: Any, store: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a dimension left at its mark, and a standard output that cannot be written: THEN
+    # the step settles the others all the same (its count is no reason to fail the deploy)
+    name = table_name()
+    hold(dynamodb, store, name, "table:read", 2_000_000)
+    monkeypatch.setattr(sys, "stdout", Unwritable())
+    answer = settle(update_event(name, store), described(name), settled_to(name, 2000), dynamodb)
+    assert answer == {"IsComplete": True, "Data": {"Settled": "true"}}

@@ -195,8 +195,8 @@ def test_the_settle_reads_of_a_live_table_fit_the_function_s_shortest_timeout(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # the traffic's read and the minimums' read, each at its worst (every attempt timing
-    # out), take 15 and 11 seconds: 26 of the settle function's shortest timeout of 30,
-    # leaving time for DescribeTable and UpdateTable
+    # out), take 15 and 11 seconds (with the hold store's, within the settle function's
+    # shortest timeout: test_settle_holds)
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     bounds = [call_bound(make()) for make in (settle_cloudwatch_client, settle_autoscaling_client)]
     assert bounds == [15.0, 11.0]

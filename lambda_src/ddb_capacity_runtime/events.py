@@ -123,18 +123,28 @@ def count_in_lambda(
     *,
     store: str | None,
     dimension: str = STORE_DIMENSION,
+    table: str | None = None,
+    at: float | None = None,
 ) -> None:
     """In a Lambda function, one Embedded Metric Format count of ``metric`` (``value``, no
     unit) in ``namespace``, for the deployment of the state store ``store`` (`emf_record`;
     ``dimension``: the name of the dimension whose value ``store`` is, when another
-    resource names the deployment): Lambda makes its log's EMF lines metrics.
+    resource names the deployment), and for ``table`` too when given; at ``at`` (seconds
+    since the epoch; default now): Lambda makes its log's EMF lines metrics.
     Elsewhere nothing: a line among a program's own output would be no metric. An output
     that fails is nothing to stop for."""
     if not os.environ.get(LAMBDA_ENV):
         return
     try:
         record = emf_record(
-            namespace, {metric: value}, time.time(), store=store, unit=None, dimension=dimension
+            namespace,
+            {metric: value},
+            time.time() if at is None else at,
+            store=store,
+            table=table,
+            unit=None,
+            undimensioned=(metric,),
+            dimension=dimension,
         )
         emit_metrics(record)
     except Exception:  # noqa: BLE001, S110

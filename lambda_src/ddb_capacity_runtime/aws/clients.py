@@ -144,13 +144,13 @@ def dynamodb_client() -> DynamoDBClient:
 SETTLE_READ_ATTEMPTS = 2
 SETTLE_READ_TIMEOUT_SECONDS = 5
 """The settle function's read of its table's traffic: at most this many attempts, each at most
-`CONNECT_TIMEOUT_SECONDS` to connect and this long to read an answer (some 15 s in all, half the
-function's shortest timeout): a read that fails only leaves the table at its mark."""
+`CONNECT_TIMEOUT_SECONDS` to connect and this long to read an answer (some 15 s in all): a read
+that fails only leaves the table at its mark."""
 SETTLE_MINIMUMS_READ_TIMEOUT_SECONDS = 3
 """The settle function's read of its table's scalable targets (their live minimums): as many
-attempts, each at most this long to read its short answer (some 11 s in all; with the traffic's,
-26 s, within the function's shortest timeout of 30 s): a read that fails only leaves the table at
-its mark."""
+attempts, each at most this long to read its short answer (some 11 s in all; with the traffic's
+and 2 pages of the hold store's, 48 s, within the function's shortest timeout of 60 s): a read
+that fails only leaves the table at its mark."""
 
 
 def _settle_reads(read_timeout: float) -> Any:
@@ -183,7 +183,7 @@ def settle_autoscaling_client() -> ApplicationAutoScalingClient:
 
 def settle_store_client() -> DynamoDBClient:
     """The settle function's DynamoDB client for its read of a hold store, bounded as its
-    read of the minimums (`SETTLE_MINIMUMS_READ_TIMEOUT_SECONDS`: some 11 s)."""
+    read of the minimums (`SETTLE_MINIMUMS_READ_TIMEOUT_SECONDS`: some 11 s a page)."""
     import boto3
 
     return boto3.client("dynamodb", config=_settle_reads(SETTLE_MINIMUMS_READ_TIMEOUT_SECONDS))

@@ -190,13 +190,16 @@ class HoldStore:
         ).get("Item")
         return None if item is None else self._parse(item)
 
-    def table(self, table: str) -> list[HeldDimension]:
-        """Every held dimension of ``table``."""
-        return self.read(table)[0]
+    def table(self, table: str, max_pages: int | None = None) -> list[HeldDimension]:
+        """Every held dimension of ``table`` (`read`)."""
+        return self.read(table, max_pages)[0]
 
-    def read(self, table: str) -> tuple[list[HeldDimension], set[str]]:
+    def read(
+        self, table: str, max_pages: int | None = None
+    ) -> tuple[list[HeldDimension], set[str]]:
         """Every held dimension of ``table``, and its markers (`mark`): one paginated
-        Query of its partition."""
+        Query of its partition, of at most ``max_pages`` pages (a ValueError, saying so, for
+        a partition longer than that)."""
         pages = self._pages(
             "query",
             KeyConditionExpression="pk = :t",
@@ -205,8 +208,10 @@ class HoldStore:
         )
         held: dict[str, list[HeldDimension]] = {}
         markers: set[tuple[str, str]] = set()
-        for page in pages:
+        for made, page in enumerate(pages, 1):
             self._sort(page.get("Items", []), held, markers)
+            if made == max_pages and page.get("LastEvaluatedKey"):
+                raise ValueError(f"the items of {table} take more than {made} pages of its Query")
         return held.get(table, []), {what for name, what in markers if name == table}
 
     def everything(self) -> dict[str, list[HeldDimension]]:

@@ -26,9 +26,12 @@ have raised it: `minimums.live_minimums`), and not at all where either is unknow
 Create) has no traffic, and settles to its operating capacity. A step whose properties name
 the hold store of the ``CapacityRequests`` serving the table (``HoldStore``) lowers no
 dimension below its active holds where no minimum says them (a fixed capacity, and every
-dimension of a Create: `live_holds.held_levels`), and none whose holds are unknown. Every
-dimension left at its mark is logged (``settle-left``) and counted (`SETTLE_LEFT`), which
-the step's alarm watches.
+dimension of a Create: `live_holds.held_levels`), and none whose holds are unknown (a
+read of them that meets an error that may pass, a throttle or a denial while IAM applies the
+step's grant, is tried again at the next call for `PERMISSION_WAIT_S` first). Every
+dimension left at its mark is logged (``settle-left``: auto scaling lowers an auto-scaled
+one; a fixed one stays there until someone lowers it) and counted once (`SETTLE_LEFT`),
+which the step's alarm watches.
 
 Layers: `plan.plan_settle` is pure; `settle_table` talks to DynamoDB through a
 client passed in; `on_event` and `is_complete` are the thin entry points (the provider
@@ -59,8 +62,8 @@ from ..core.errors import SettleError as SettleError
 from ..core.errors import shown, shown_text, with_notes
 from ..core.names import METRICS_NAMESPACE, is_table_name
 from ..core.validators import whole_text
-from ..events import LAMBDA_ENV, emf_record, emit_metrics, log_event
-from .live_holds import held_levels
+from ..events import LAMBDA_ENV, count_in_lambda, log_event
+from .live_holds import HoldsUnread, held_levels
 from .minimums import live_minimums
 from .settle_plan import (
     PERMISSION_WAIT_S,
@@ -74,7 +77,7 @@ from .settle_plan import (
     plan_settle,
     to_settle,
 )
-from .traffic import Needs, traffic_needs
+from .traffic import REASON_CHARS, Needs, traffic_needs
 
 if TYPE_CHECKING:
     from mypy_boto3_application_autoscaling import ApplicationAutoScalingClient
@@ -303,8 +306,10 @@ def _settle_when_active(
     UpdateTable sent) once it and its GSIs are ACTIVE; its status while they are not. On an
     Update of the same table (a live one), the traffic and the minimums now of the
     dimensions to lower are read first (`_live_needs`); with a hold store, the holds of
-    those no minimum bounds (`_held`). Each dimension left at its mark is counted
-    (`_left`)."""
+    those no minimum bounds (`_held`): a read of them that meets an error that may pass,
+    within `PERMISSION_WAIT_S` of the step's first call, answers a status to wait on (read
+    again at the next call). Each dimension left at its mark is logged and counted once the
+    step is done (`_left`), so a call answered to wait counts none."""
     name, store = table
     dynamodb = clients[0] or dynamodb_client()
     description = table_calls.describe(dynamodb, name)
@@ -327,10 +332,22 @@ def _settle_when_active(
         )
     if store is not None:
         reader = clients[3]
-        _held(lambda: reader or settle_store_client(), (name, store), chosen, needs, clock())
-    _left(name, chosen, needs)
-    chosen = [t for t in chosen if t.key not in needs.left]
-    return settle_table(dynamodb, description, chosen, needs) is not None
+        now = clock()
+        patient = now - (settle_by - SETTLE_WAIT_S) < PERMISSION_WAIT_S
+        try:
+            _held(
+                lambda: reader or settle_store_client(),
+                (name, store),
+                chosen,
+                needs,
+                (now, patient),
+            )
+        except HoldsUnread as exc:  # read again at the next call
+            return f"capacity holds not read yet ({shown_text(str(exc), REASON_CHARS)})"
+    lowered = [t for t in chosen if t.key not in needs.left]
+    settled = settle_table(dynamodb, description, lowered, needs) is not None
+    _left(name, chosen, needs, clock())  # once the step is done: counted once
+    return settled
 
 
 def _live_needs(
@@ -355,26 +372,37 @@ def _held(
     table: tuple[str, str],
     targets: list[SettleTarget],
     needs: Needs,
-    now: float,
+    when: tuple[float, bool],
 ) -> None:
     """The active holds' level (`live_holds.held_levels`, from the hold store ``table[1]``) in
     ``needs`` for each of ``targets`` no minimum now bounds and not left yet: a fixed
     capacity, and on a Create (no minimum read) every dimension; those whose holds are
-    unknown are ``left``."""
+    unknown are ``left``. ``when``: the time now, and whether the step still waits for
+    an error that may pass (`HoldsUnread`: within `PERMISSION_WAIT_S` of its first call)."""
     read = [
         t
         for t in targets
         if t.key not in needs.left and (t.target_utilization is None or t.key not in needs.floors)
     ]
-    found = held_levels(client, table[1], table[0], read, datetime.fromtimestamp(now, UTC))
+    now = datetime.fromtimestamp(when[0], UTC)
+    found = held_levels(client, table[1], table[0], read, now, patient=when[1])
     needs.held.update(found.held)
     needs.left.update(found.left)
 
 
-def _left(name: str, targets: list[SettleTarget], needs: Needs) -> None:
-    """Each of ``targets`` left at its mark (``needs.left``) logged (``settle-left``) and, in
-    a Lambda function, counted (`SETTLE_LEFT`, for the table and for the settle function):
-    auto scaling lowers it later, and the deploy goes on."""
+LEFT_FOR_AUTO_SCALING = "left at its high-water mark: auto scaling lowers it"
+LEFT_FIXED = (
+    "left at its high-water mark: a fixed capacity (no scalable target), it stays there until "
+    "someone lowers it (aws dynamodb update-table; docs/operations/alarms.md, Settle left)"
+)
+"""What becomes of a dimension left at its mark, by kind (``settle-left``'s consequence)."""
+
+
+def _left(name: str, targets: list[SettleTarget], needs: Needs, now: float) -> None:
+    """Each of ``targets`` left at its mark (``needs.left``) logged (``settle-left``, with
+    what becomes of it: auto scaling lowers an auto-scaled one, a fixed one stays) and, in
+    a Lambda function, counted at ``now`` (`SETTLE_LEFT`, for the table and for the settle
+    function; a count that cannot be written fails nothing): the deploy goes on."""
     left = [t for t in targets if t.key in needs.left]
     for t in left:
         log_event(
@@ -385,21 +413,18 @@ def _left(name: str, targets: list[SettleTarget], needs: Needs) -> None:
             dimension=t.dimension,
             high_water_mark=t.high_water_mark,
             reason=needs.left[t.key],
-            consequence="left at its high-water mark, for auto scaling to lower",
+            consequence=LEFT_FIXED if t.target_utilization is None else LEFT_FOR_AUTO_SCALING,
         )
-    function = os.environ.get(LAMBDA_ENV, "").strip()
-    if left and function:
-        record = emf_record(
+    if left:
+        count_in_lambda(
             METRICS_NAMESPACE,
-            {SETTLE_LEFT: len(left)},
-            time.time(),
-            store=function,
-            table=name,
-            unit=None,
-            undimensioned=(SETTLE_LEFT,),
+            SETTLE_LEFT,
+            len(left),
+            store=os.environ.get(LAMBDA_ENV, "").strip() or None,
             dimension=SETTLE_FUNCTION_DIMENSION,
+            table=name,
+            at=now,
         )
-        emit_metrics(record)
 
 
 def _waited_out(exc: ClientError, elapsed: float) -> str:

@@ -12,15 +12,23 @@ active holds (`core.holds.level`, the one rule every component follows); where t
 not known (the store could not be read, or holds a hold no component could have written),
 the dimension is not lowered at all: it stays at its mark. Unknown data never lowers capacity,
 and never fails the deploy either.
+
+An error that may pass (`passing`: a throttle, a server's error or timeout, or a denial
+while IAM applies the ``ReadHolds`` statement the same deploy added) is no reason to leave a
+dimension at its mark for good: within `settle_plan.PERMISSION_WAIT_S` of the step's first
+call the step waits and reads again at the provider's next call (`HoldsUnread`), and only
+after that leaves its dimensions at their mark.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from ..aws.error_codes import describe_error
+from botocore import exceptions as botocore_errors
+
+from ..aws.error_codes import describe_error, error_code, is_throttle
 from ..aws.store import HoldLimits, HoldStore
 from ..core.errors import shown_text
 from ..core.holds import MAX_HOLD, level
@@ -37,6 +45,29 @@ WIDEST = HoldLimits(MAX_TABLE_QUOTA, MAX_HOLD, MAX_TABLE_QUOTA, MAX_TABLE_QUOTA)
 serves the tables of every one of its stack, and is not told their own). A hold within them
 is obeyed, which can only keep a dimension higher; one outside them no component wrote, and
 leaves its dimension at its mark."""
+MAX_HOLD_PAGES = 2
+"""The most pages (of 1 MB) of the hold store's Query the step reads, each within the store
+client's `aws.clients.call_bound` (11 s): a table's holds fill far less (a dimension's item
+keeps 2,000 holds at most, some 240 KB), and one whose items take more is left at its mark."""
+
+
+class HoldsUnread(Exception):
+    """The hold store's read met an error that may pass (`passing`), within the time the
+    step waits for one: read again at the provider's next call."""
+
+
+def passing(exc: BaseException) -> bool:
+    """Whether ``exc`` may pass by the next call: a throttle, a server's error (5xx), a
+    connection or a read that timed out, or a denial (IAM applies a statement added in the
+    same deploy within seconds)."""
+    if is_throttle(exc) or error_code(exc) in ("AccessDeniedException", "AccessDenied"):
+        return True
+    if isinstance(exc, botocore_errors.HTTPClientError | botocore_errors.ConnectionError):
+        return True
+    response = getattr(exc, "response", None)
+    meta = response.get("ResponseMetadata") if isinstance(response, Mapping) else None
+    status = meta.get("HTTPStatusCode") if isinstance(meta, Mapping) else None
+    return isinstance(status, int) and status >= 500
 
 
 def held_levels(
@@ -45,16 +76,23 @@ def held_levels(
     table: str,
     targets: Sequence[SettleTarget],
     now: datetime,
+    *,
+    patient: bool = False,
 ) -> Minimums:
     """The level of the active holds on each of ``targets`` of ``table`` (``held``: none
     for a dimension not held), from one paginated Query of the table's partition of the
-    hold store ``store`` (``dynamodb`` makes the client). Never raises: a read that fails
-    leaves every target at its mark (``left``), and so do malformed holds on a target."""
+    hold store ``store`` (``dynamodb`` makes the client; `MAX_HOLD_PAGES` pages at most).
+    A read that fails leaves every target at its mark (``left``), and so do malformed holds
+    on a target; but while ``patient``, an error that may pass (`passing`) raises
+    `HoldsUnread`, to read again at the next call."""
     if not targets:
         return Minimums()
     try:
-        dimensions = HoldStore(dynamodb(), store, WIDEST, clock=now.timestamp).table(table)
-    except Exception as exc:  # a client not made, denied, throttled, no such store
+        holds = HoldStore(dynamodb(), store, WIDEST, clock=now.timestamp)
+        dimensions = holds.table(table, MAX_HOLD_PAGES)
+    except Exception as exc:  # a client not made, denied, throttled, no such store, too long
+        if patient and passing(exc):
+            raise HoldsUnread(f"hold store {store}: {describe_error(exc)}") from exc
         reason = f"its capacity holds could not be read (hold store {store}: {describe_error(exc)})"
         return Minimums(left={t.key: shown_text(reason, REASON_CHARS) for t in targets})
     by_scope = {d.scope: d for d in dimensions}
