@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Unpack
 
-from aws_cdk import Duration
+from aws_cdk import Aspects, Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
@@ -317,7 +317,8 @@ class CapacityRequests(Construct):
 
     def _render_hold_store(self) -> dynamodb.Table:
         """The hold store, which each table's settle step reads (never lowering it below
-        a hold)."""
+        a hold): told now to a table given as its ``TableCapacity``, once the app is built
+        to one given as the plain table (`requests_checks.HoldReaders`)."""
         store = state_store_table(
             self,
             "HoldStore",
@@ -328,6 +329,7 @@ class CapacityRequests(Construct):
         for _table, owner, _extra in self._indexes:
             if owner is not None:
                 owner._read_holds(store)
+        Aspects.of(self).add(checks.HoldReaders(self))
         return store
 
     def _configure_tables(self, tables: Sequence[dynamodb.ITable | TableCapacity]) -> None:

@@ -281,13 +281,15 @@ def _settle_left_alarm(
                 "holds) could not be read, so it was not lowered; the deploy went on"
             ),
             look=(
-                "the settle-left warnings (table, index, dimension, reason) in the settle "
-                "function's log group; the metric SettleLeft by TableName names the table"
+                "the settle-left warnings (table, index, dimension, reason, consequence) in "
+                "the settle function's log group; the metric SettleLeft by TableName names "
+                "the table"
             ),
             do=(
                 "fix what the reason names (AccessDenied: redeploy the stack's policies); "
-                "then wait for auto scaling to lower the dimension, or lower it yourself "
-                "with one UpdateTable"
+                "auto scaling lowers an auto-scaled dimension as its traffic allows, but a "
+                "fixed one (no scalable target) stays at its mark until you lower it with "
+                "aws dynamodb update-table (the runbook gives the command)"
             ),
         ),
     )
@@ -413,6 +415,7 @@ class SettleStep(Construct):
     ) -> None:
         super().__init__(scope, id)
         self._targets: list[dict[str, Any]] = []
+        self._table_name = table.table_name
         provider = settle_provider(self, where, config)
         grant = self._grant = _grant(self, provider, table)
         # Not "Resource": CloudFormation cannot change a custom resource's ServiceToken, so
@@ -435,7 +438,8 @@ class SettleStep(Construct):
     def read_holds(self, store: dynamodb.ITable) -> None:
         """Let the step read the table's capacity holds in ``store``, the hold store of the
         ``CapacityRequests`` that serves it (its ``HoldStore`` property, and Query on the
-        store in the table's grant), so it lowers no dimension below its active holds where
+        store in the table's grant, of the table's own items alone: the step queries only
+        the partition of its table's name), so it lowers no dimension below its active holds where
         no minimum says them (a fixed capacity, a new table's). A store of another stack
         is not read, with a warning: that stack refers to the table already, so the step
         referring to the store would make the two stacks depend on each other."""
@@ -454,7 +458,12 @@ class SettleStep(Construct):
         cfn.add_property_override("HoldStore", store.table_name)
         self._grant.add_statements(
             iam.PolicyStatement(
-                sid="ReadHolds", actions=["dynamodb:Query"], resources=[store.table_arn]
+                sid="ReadHolds",
+                actions=["dynamodb:Query"],
+                resources=[store.table_arn],
+                conditions={
+                    "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [self._table_name]}
+                },
             )
         )
 

@@ -4,7 +4,8 @@ The checks of [`CapacityRequests`][constructs_pkg.capacity_requests.CapacityRequ
 props (each refusal naming the prop, the value received and what is allowed; ``where``
 names the construct), each table listed once (`add_once`), and, once the app is built, that
 every scaler managing one of its tables is connected to it and that no other
-CapacityRequests serves one of them (`ConnectedScalers`)."""
+CapacityRequests serves one of them (`ConnectedScalers`); and, before the templates are made,
+that the settle step of each table it serves reads its holds (`HoldReaders`)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import jsii
-from aws_cdk import Duration
+from aws_cdk import Duration, IAspect
 from aws_cdk import aws_dynamodb as dynamodb
-from constructs import Construct, IValidation
+from constructs import Construct, IConstruct, IValidation
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.core.holds import MAX_HOLD_MINUTES
@@ -23,7 +24,8 @@ from ddb_capacity_runtime.core.validators import is_whole
 from .props import duration_prop, known_at_synth
 from .scaler import ThrottleAwareScaler
 from .stream_signal import STREAM_ALARM_IDS
-from .table_parts import table_keys
+from .table import TableCapacity
+from .table_parts import identity_of, table_keys
 
 if TYPE_CHECKING:
     from .capacity_requests import CapacityRequests
@@ -257,3 +259,38 @@ class ConnectedScalers:
             + unconnected_scalers(self._requests, scalers)
             + unended_holds(self._requests, scalers)
         )
+
+
+def capacity_of(scope: Construct, table: dynamodb.ITable) -> TableCapacity | None:
+    """The ``TableCapacity`` (a ``ProvisionedTable`` is one) of ``scope``'s app that manages
+    ``table`` (the same table construct, or an import of the same name: `identity_of`), if
+    any: an app has one at most."""
+    keys = identity_of(table)
+    return next(
+        (
+            c
+            for c in scope.node.root.node.find_all()
+            if isinstance(c, TableCapacity) and c._identity & keys
+        ),
+        None,
+    )
+
+
+@jsii.implements(IAspect)
+class HoldReaders:
+    """Once the app is built (an aspect of ``requests``, before the templates are made): the
+    settle step of each table ``requests`` serve as the plain table (an ``ITable``, not its
+    ``TableCapacity``) reads their hold store too, whichever of the two was made first: the
+    ``TableCapacity`` that manages the table is found by the table (`capacity_of`). A table
+    served through its ``TableCapacity`` is told when the requests are made."""
+
+    def __init__(self, requests: CapacityRequests) -> None:
+        self._requests = requests
+
+    def visit(self, node: IConstruct) -> None:
+        if node is not self._requests:
+            return
+        for table, owner, _ in self._requests._indexes:
+            found = capacity_of(self._requests, table) if owner is None else None
+            if found is not None:
+                found._read_holds(self._requests.hold_store)

@@ -448,7 +448,9 @@ class TableCapacity(TableDelegation, Construct):
 
     def _read_holds(self, store: dynamodb.ITable) -> None:
         """(``CapacityRequests``) the table's settle step, made now or later, reads its
-        capacity holds in ``store`` (`prewarm.SettleStep.read_holds`)."""
+        capacity holds in ``store`` (`prewarm.SettleStep.read_holds`); told twice, once."""
+        if self._hold_store is store:
+            return
         self._hold_store = store
         if self._settle is not None:
             self._settle.read_holds(store)

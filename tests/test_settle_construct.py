@@ -11,11 +11,18 @@ from collections.abc import Mapping
 from typing import Any
 
 import aws_cdk as cdk
+import pytest
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk.assertions import Annotations, Match
 from aws_cdk.assertions import Template as CdkTemplate
 
-from constructs_pkg import Capacity, CapacityRequests, PrewarmMethod, ProvisionedTable
+from constructs_pkg import (
+    Capacity,
+    CapacityRequests,
+    PrewarmMethod,
+    ProvisionedTable,
+    TableCapacity,
+)
 from tests.iam_eval import ACCOUNT, PARTITION, REGION, Request, Template, allowed
 
 PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
@@ -73,11 +80,15 @@ def test_a_served_table_s_settle_step_reads_its_holds_and_nothing_else_of_the_st
     by_table = steps(raw)
     assert by_table[logical(raw, "Orders")]["HoldStore"] == {"Ref": store}
     assert "HoldStore" not in by_table[logical(raw, "Catalog")]
-    # AND the settle function may Query the store, and neither read an item nor write one
+    # AND the settle function may Query the store for the served table's items alone, and
+    # neither read an item nor write one
     template = Template(raw)
     statements = template.statements_of(settle_role(template))
     arn = f"arn:{PARTITION}:dynamodb:{REGION}:{ACCOUNT}:table/{store}"
-    assert allowed(statements, Request("dynamodb:Query", arn))
+    own = {"dynamodb:LeadingKeys": logical(raw, "Orders")}  # Ref: the table's name
+    other = {"dynamodb:LeadingKeys": logical(raw, "Catalog")}
+    assert allowed(statements, Request("dynamodb:Query", arn, own))
+    assert not allowed(statements, Request("dynamodb:Query", arn, other))
     for action in ("GetItem", "Scan", "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem"):
         assert not allowed(statements, Request(f"dynamodb:{action}", arn)), action
     # AND that grant is in the served table's own policy, which its step depends on
@@ -104,6 +115,50 @@ def test_a_step_made_after_the_requests_is_told_the_store_too() -> None:
     (props,) = steps(raw).values()
     assert props["HoldStore"] == {"Ref": logical(raw, "RequestsHoldStore")}
     assert requests.hold_store.node.path.startswith("Later/Requests")
+
+
+@pytest.mark.parametrize("first", ["capacity", "requests"])
+def test_an_adopted_table_served_as_the_plain_table_has_its_step_read_the_holds(
+    first: str,
+) -> None:
+    # GIVEN a table of the app adopted by a TableCapacity with PROVISION_THEN_SETTLE, and
+    # capacity requests given the plain table (not its TableCapacity), made before or after
+    stack = cdk.Stack(cdk.App(), "Adopted")
+    orders = dynamodb.Table(
+        stack,
+        "Orders",
+        partition_key=PK,
+        billing_mode=dynamodb.BillingMode.PROVISIONED,
+        read_capacity=5,
+        write_capacity=5,
+    )
+
+    def capacity() -> None:
+        TableCapacity(
+            stack,
+            "OrdersCapacity",
+            table=orders,
+            read=MARKED,
+            write=PLAIN,
+            prewarm=PrewarmMethod.PROVISION_THEN_SETTLE,
+        )
+
+    if first == "capacity":
+        capacity()
+    CapacityRequests(stack, "Requests", tables=[orders])
+    if first == "requests":
+        capacity()
+    raw = CdkTemplate.from_stack(stack).to_json()
+    # THEN the table's step names the requests' hold store, and may Query its items
+    (props,) = steps(raw).values()
+    assert props["HoldStore"] == {"Ref": logical(raw, "RequestsHoldStore")}
+    (grant,) = [
+        r
+        for k, r in raw["Resources"].items()
+        if k.startswith("OrdersCapacitySettleGrant") and r["Type"] == "AWS::IAM::Policy"
+    ]
+    sids = [s["Sid"] for s in grant["Properties"]["PolicyDocument"]["Statement"]]
+    assert sids == [f"Settle{logical(raw, 'Orders')}", "ReadHolds"]
 
 
 def test_a_hold_store_of_another_stack_is_not_read_and_synthesis_says_so() -> None:
@@ -153,7 +208,10 @@ def test_the_stack_s_settle_step_alarms_on_a_dimension_left_at_its_mark() -> Non
             "TreatMissingData": "notBreaching",
             "AlarmActions": [{"Ref": Match.string_like_regexp("^DynamoDBCapacityAlarms")}],
             "AlarmDescription": Match.string_like_regexp(
-                "Look first: the settle-left warnings.*Do: .*Runbook: Settle left "
+                "Look first: the settle-left warnings.*Do: .*auto scaling lowers an "
+                "auto-scaled dimension as its traffic allows, but a fixed one .no scalable "
+                "target. stays at its mark until you lower it with aws dynamodb update-table"
+                ".*Runbook: Settle left "
                 r"\(SettleLeftAlarm\) under PROVISION_THEN_SETTLE in "
                 "docs/operations/alarms.md"
             ),
