@@ -38,7 +38,7 @@ from ddb_capacity_runtime.core.names import DIMENSIONS
 from ddb_capacity_runtime.core.reservation import Reservation
 from ddb_capacity_tools.simulator import SCENARIOS, ModelParams, Prices, parse, scenario, simulate
 from ddb_capacity_tools.simulator.run import DimensionResult, charge_reserved
-from ddb_capacity_tools.simulator.trace import Trace, read_csv
+from ddb_capacity_tools.simulator.trace import Trace, cut, read_csv
 
 POLICIES = ("stock:70", "stock:90", "autopilot+stock:70", "autopilot")
 QUICK_POLICIES = ("stock:70", "autopilot")
@@ -61,21 +61,17 @@ class Row:
     """None: the claim holds; else where it fails"""
 
 
-def _cut(trace: Trace, days: int) -> Trace:
-    return replace(trace, demand={k: v[: days * 1440] for k, v in trace.demand.items()})
-
-
 def traces(folder: Path, quick: bool) -> list[Trace]:
     """The built-in scenarios (``quick``: two of them, two days) and the real traces."""
     names = QUICK_SCENARIOS if quick else tuple(SCENARIOS)
-    out = [_cut(scenario(n), 2) if quick else scenario(n) for n in names]
+    out = [cut(scenario(n), 2 * 1440) if quick else scenario(n) for n in names]
     if quick:
         print("real traces: not read in --quick")
     elif not folder.is_dir() or not any(folder.glob("*.csv")):
         print(f"real traces: none ({folder} does not exist or holds no CSV)")
     else:
         for path in sorted(folder.glob("*.csv")):
-            out.append(replace(_cut(read_csv(path), DAYS), name=path.stem))
+            out.append(replace(cut(read_csv(path), DAYS * 1440), name=path.stem))
     return out
 
 

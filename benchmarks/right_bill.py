@@ -32,11 +32,12 @@ the goal):
     refuses no more (sum of its costs / sum of those stock targets' costs);
 (c) in total over the traces, the recommendation refuses at most 0.5 x what stock:70
     refuses, at no more than stock:70's cost;
-(d) (limit rules only) on every trace, the recommendation holds its own rule on the scored
-    half: it refuses no more than the rule's limit computed there (the stock target refusing
-    least on that half, plus the tolerance and the floor of the half's requested units). A
-    pick that refuses past it on the future was chosen on figures that did not hold: (a)
-    cannot see it when the pick is the cheapest stock target.
+(d) on every trace, the recommendation holds its own rule on the scored half: under a limit
+    rule, it refuses no more than the rule's limit computed there (the stock target refusing
+    least on that half, plus the tolerance and the floor of the half's requested units);
+    under the price rule, no stock target costs less with its refusals at the price there. A
+    pick that misses it on the future was chosen on figures that did not hold: (a) cannot
+    see it when the pick is the cheapest stock target.
 
 The goals are printed for each rule, and each trace's verdict under the default rule:
 whether the recommendation is dominated, and its cost against the cheapest stock target
@@ -68,6 +69,7 @@ from ddb_capacity_tools.simulator.candidates import (
     STOCK,
     Candidate,
     Rule,
+    rank_by,
 )
 from ddb_capacity_tools.simulator.ensemble import settings_of
 from ddb_capacity_tools.simulator.policies import DEFAULT_TICK_MINUTES
@@ -227,14 +229,24 @@ def goals(rows: list[tuple[str, Candidate, dict[str, Candidate]]]) -> None:
 
 
 def goal_d(rows: list[tuple[str, Candidate, dict[str, Candidate], float]], rule: Rule) -> None:
-    """Goal (d): each recommendation within ``rule``'s limit on the scored half
-    (`hold`, as ``tune --score-from`` judges it; ``rows``: each trace's name, recommendation,
-    scored candidates and the half's requested units), and the stock target that would
-    have held it where it did not."""
+    """Goal (d): each recommendation held ``rule`` on the scored half (`hold`, as ``tune
+    --score-from`` judges it; ``rows``: each trace's name, recommendation, scored candidates
+    and the half's requested units): within the limit rule's limit there, or no stock target
+    better at the price rule's price; and the stock target that would have held it where it
+    did not."""
     misses = []
+    rank = rank_by(rule)
     for name, rec, by, requested in rows:
         v = hold(rec, [by[s] for s in STOCK], rule, requested)
-        if v.held or v.limit is None or v.instead is None:  # (the price rule has no limit)
+        if v.held:
+            continue
+        assert v.instead is not None  # a pick that did not hold has a stock target that did
+        if v.limit is None:  # the price rule: a stock target did better at the price
+            misses.append(
+                f"{name}: {rec.policy} costs ${rank(rec)[0]:,.2f} with its refusals at the "
+                f"price, {v.instead.policy} ${rank(v.instead)[0]:,.2f}; "
+                f"{v.instead.policy} would have held it"
+            )
             continue
         over = f"{rec.refused / v.limit:.1f}x" if v.limit else "over a limit of 0"
         misses.append(
@@ -243,7 +255,8 @@ def goal_d(rows: list[tuple[str, Candidate, dict[str, Candidate], float]], rule:
             f"{v.instead.policy} would have held it"
         )
     verdict = "PASS" if not misses else f"MISS on {len(misses)} of {len(rows)} traces"
-    print(f"(d) the recommendation within its rule's limit on the scored half: {verdict}")
+    held = "within its rule's limit" if rule.price is None else "no worse at the price than stock"
+    print(f"(d) the recommendation {held} on the scored half: {verdict}")
     for m in misses:
         print(f"      {m}")
 
@@ -323,9 +336,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     for label in labels:
         print(f"\ngoals, {label}")
         goals(rows[label])
-        if rules[label].price is None:
-            scored = [(*row, r) for row, r in zip(rows[label], requested, strict=True)]
-            goal_d(scored, rules[label])
+        scored = [(*row, r) for row, r in zip(rows[label], requested, strict=True)]
+        goal_d(scored, rules[label])
     print(f"\n{time.perf_counter() - started:.0f} s in all")
 
 

@@ -410,3 +410,23 @@ def test_the_reservation_benchmark_runs_in_its_quick_mode(capsys: Any) -> None:
     assert len(rows) == 4  # two scenarios, two levels
     assert all(line.endswith("holds") for line in rows)
     assert "real traces: not read in --quick" in printed
+
+
+def test_the_reservation_benchmark_cuts_a_trace_s_key_range_refusals_with_its_demand(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    # GIVEN a scenario whose history refused part of its demand as key-range throttles
+    from benchmarks import reservation_aware
+    from ddb_capacity_tools.simulator import scenario
+
+    whole = scenario("diurnal")
+    refused = {key: [1.0] * len(minutes) for key, minutes in whole.demand.items()}
+    monkeypatch.setattr(reservation_aware, "scenario", lambda _: replace(whole, key_range=refused))
+    # WHEN the quick benchmark cuts it to two days: THEN its refusals are cut alike
+    (trace, _) = reservation_aware.traces(tmp_path, quick=True)
+    assert trace.key_range is not None
+    assert (
+        {len(v) for v in trace.key_range.values()}
+        == {2 * 1440}
+        == {len(v) for v in trace.demand.values()}
+    )

@@ -684,9 +684,12 @@ def test_the_right_bill_benchmark_runs_in_its_quick_mode(
     assert re.search(r"verdict \(the default rule\): (not dominated|dominated by \S+)", out)
     assert "the cheapest stock target refusing no more" in out
     assert "(c) in total, refused" in out and "stock:70's" in out
-    # (d) under each limit rule (not the price rule): the pick held its rule on the future
+    # (d) under each rule: the pick held its rule on the future (within its limit, or no
+    # stock target better at the price)
     held = re.findall(r"\(d\) the recommendation within its rule's limit on the scored half", out)
     assert len(held) == 2
+    priced = re.findall(r"\(d\) the recommendation no worse at the price than stock on the", out)
+    assert len(priced) == 1
 
 
 def test_right_bills_goal_d_misses_a_pick_past_its_rules_limit_on_the_scored_half(
@@ -710,6 +713,34 @@ def test_right_bills_goal_d_misses_a_pick_past_its_rules_limit_on_the_scored_hal
     right_bill.goal_d([("a", *within)], Rule())
     assert out_line(capsys.readouterr().out) == (
         "(d) the recommendation within its rule's limit on the scored half: PASS"
+    )
+
+
+def test_right_bills_goal_d_judges_the_price_rule_by_its_own_verdict(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from benchmarks import right_bill
+
+    # GIVEN stock targets scored on the future, and at $1 per million refused units a pick
+    # that a stock target beats there (a), or that beats them all (b)
+    stock = {p: _c(p, 100 + 10 * n, 50 - n) for n, p in enumerate(STOCK)}  # stock:90 $44
+    worse = (_c("autopilot:70", 1_000_000, 44), {**stock}, 1_000_000.0)  # $45 at the price
+    better = (_c("autopilot:80", 0, 40), {**stock}, 1_000_000.0)
+    price = Rule(price=1.0)
+    right_bill.goal_d([("a", *worse), ("b", *better)], price)
+    out = capsys.readouterr().out
+    # THEN the first is a miss, naming the stock target that would have held the rule
+    assert (
+        "(d) the recommendation no worse at the price than stock on the scored half: MISS on "
+        "1 of 2 traces" in out
+    ), out
+    assert (
+        "a: autopilot:70 costs $45.00 with its refusals at the price, stock:90 $44.00; stock:90 "
+        "would have held it" in out
+    ), out
+    right_bill.goal_d([("b", *better)], price)
+    assert out_line(capsys.readouterr().out) == (
+        "(d) the recommendation no worse at the price than stock on the scored half: PASS"
     )
 
 
