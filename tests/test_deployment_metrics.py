@@ -194,13 +194,15 @@ def _strings(path: Path) -> dict[str, str]:
 def _emitted_names() -> set[str]:
     """The names the run-time's functions count with ``count`` and ``count_in_lambda``
     (each a string, a module constant, or ``refused_report``'s metric), the counts that are
-    not per table. The tick's records go through `emf_record` alone."""
+    not per table. The tick's records go through `emf_record` alone; the settle step's
+    (per table, and for its function: no deployment's) through ``count_in_lambda(...,
+    table=...)``."""
     names: set[str] = set()
     everywhere = {k: v for p in RUNTIME.rglob("*.py") for k, v in _strings(p).items()}
     for function, position in (("count", 0), ("count_in_lambda", 1), ("refused_report", 3)):
         for path, call in _calls(function):
-            if len(call.args) <= position:
-                continue
+            if len(call.args) <= position or any(k.arg == "table" for k in call.keywords):
+                continue  # (a count per table too: the settle step's SettleLeft)
             arg = call.args[position]
             if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
                 names.add(arg.value)
