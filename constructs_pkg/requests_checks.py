@@ -24,8 +24,8 @@ from ddb_capacity_runtime.core.validators import is_whole
 from .props import duration_prop, known_at_synth
 from .scaler import ThrottleAwareScaler
 from .stream_signal import STREAM_ALARM_IDS
-from .table import TableCapacity
-from .table_parts import identity_of, table_keys
+from .table import capacity_of
+from .table_parts import table_keys
 
 if TYPE_CHECKING:
     from .capacity_requests import CapacityRequests
@@ -259,21 +259,6 @@ class ConnectedScalers:
             + unconnected_scalers(self._requests, scalers)
             + unended_holds(self._requests, scalers)
         )
-
-
-def capacity_of(scope: Construct, table: dynamodb.ITable) -> TableCapacity | None:
-    """The ``TableCapacity`` (a ``ProvisionedTable`` is one) of ``scope``'s app that manages
-    ``table`` (the same table construct, or an import of the same name: `identity_of`), if
-    any: an app has one at most."""
-    keys = identity_of(table)
-    return next(
-        (
-            c
-            for c in scope.node.root.node.find_all()
-            if isinstance(c, TableCapacity) and c._identity & keys
-        ),
-        None,
-    )
 
 
 @jsii.implements(IAspect)

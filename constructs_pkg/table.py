@@ -680,15 +680,21 @@ class TableCapacity(TableDelegation, Construct):
         ]
 
 
+def capacity_of(scope: Construct, table: dynamodb.ITable) -> TableCapacity | None:
+    """The TableCapacity (not ``scope``) of its app that manages ``table`` (`identity_of`)."""
+    keys = identity_of(table)
+    found = (c for c in scope.node.root.node.find_all() if isinstance(c, TableCapacity))
+    return next((c for c in found if c is not scope and c._identity & keys), None)
+
+
 def _validate_managed_once(capacity: TableCapacity, where: str, table: dynamodb.ITable) -> None:
     """No other TableCapacity (nor ProvisionedTable) of the app manages ``table``: two would
     each set its capacity and register its scalable targets."""
-    keys = identity_of(table)
-    name = "" if is_token(table.table_name) else f" ({shown(table.table_name)})"
-    for other in capacity.node.root.node.find_all():
-        if isinstance(other, TableCapacity) and other is not capacity and other._identity & keys:
-            raise CapacityConfigError(
-                f"{where}: table {table.node.path}{name} is managed already by "
-                f"{other._where}; a table takes one TableCapacity (a "
-                f"ProvisionedTable is one): give all of its capacity there, and remove this one"
-            )
+    other = capacity_of(capacity, table)
+    if other is not None:
+        name = "" if is_token(table.table_name) else f" ({shown(table.table_name)})"
+        raise CapacityConfigError(
+            f"{where}: table {table.node.path}{name} is managed already by "
+            f"{other._where}; a table takes one TableCapacity (a "
+            f"ProvisionedTable is one): give all of its capacity there, and remove this one"
+        )
