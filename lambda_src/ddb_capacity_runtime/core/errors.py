@@ -236,3 +236,9 @@ class TargetsUnknown(CapacityError, RuntimeError):
 
 class TickFailed(CapacityError, RuntimeError):
     """The tick acted on every table it could, but some table or shared call failed."""
+
+
+class HoldsUnread(CapacityError, RuntimeError):
+    """The settle step's read of a hold store met an error that may pass (a throttle, a
+    server's error, a denial while IAM applies a new statement): read again at the
+    provider's next call."""

@@ -59,11 +59,11 @@ from ..aws.clients import (
 )
 from ..aws.error_codes import error_code
 from ..core.errors import SettleError as SettleError
-from ..core.errors import shown, shown_text, with_notes
+from ..core.errors import HoldsUnread, shown, shown_text, with_notes
 from ..core.names import METRICS_NAMESPACE, is_table_name
 from ..core.validators import whole_text
 from ..events import LAMBDA_ENV, count_in_lambda, log_event
-from .live_holds import HoldsUnread, held_levels
+from .live_holds import held_levels
 from .minimums import live_minimums
 from .settle_plan import (
     PERMISSION_WAIT_S,

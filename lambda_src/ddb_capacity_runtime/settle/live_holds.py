@@ -30,7 +30,7 @@ from botocore import exceptions as botocore_errors
 
 from ..aws.error_codes import describe_error, error_code, is_throttle
 from ..aws.store import HoldLimits, HoldStore
-from ..core.errors import shown_text
+from ..core.errors import HoldsUnread, shown_text
 from ..core.holds import MAX_HOLD, level
 from ..core.names import MAX_TABLE_QUOTA, scope_label
 from .minimums import Minimums
@@ -49,11 +49,6 @@ MAX_HOLD_PAGES = 2
 """The most pages (of 1 MB) of the hold store's Query the step reads, each within the store
 client's `aws.clients.call_bound` (11 s): a table's holds fill far less (a dimension's item
 keeps 2,000 holds at most, some 240 KB), and one whose items take more is left at its mark."""
-
-
-class HoldsUnread(Exception):
-    """The hold store's read met an error that may pass (`passing`), within the time the
-    step waits for one: read again at the provider's next call."""
 
 
 def passing(exc: BaseException) -> bool:
