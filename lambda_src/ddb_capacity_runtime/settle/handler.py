@@ -58,8 +58,8 @@ from ..aws.clients import (
     settle_store_client,
 )
 from ..aws.error_codes import error_code
-from ..core.errors import SettleError as SettleError
 from ..core.errors import HoldsUnread, shown, shown_text, with_notes
+from ..core.errors import SettleError as SettleError
 from ..core.names import METRICS_NAMESPACE, is_table_name
 from ..core.validators import whole_text
 from ..events import LAMBDA_ENV, count_in_lambda, log_event
