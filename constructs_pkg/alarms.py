@@ -26,7 +26,7 @@ from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 from ddb_capacity_runtime.core.validators import is_number
 from ddb_capacity_runtime.events import STORE_DIMENSION
 
-from .props import MetricProps, bool_prop, did_you_mean, is_token, whole_prop
+from .props import MetricProps, bool_prop, did_you_mean, duration_seconds, is_token, whole_prop
 
 __all__ = ["AlarmOptions", "AlarmSet", "AlarmSpec", "checked_alarm_options", "emf_metric"]
 
@@ -285,8 +285,8 @@ class AlarmSet:
         else the deploy would fail: ``periods`` (its ``alarm_options``) a whole number up to
         it, or, when None, the spec's own (a prop's, rounded up to whole periods), refused
         naming that prop."""
-        period = spec.metric.period.to_seconds()
-        if is_token(period):
+        period = duration_seconds(spec.metric.period)
+        if period is None:
             return
         most, human = longest_window(period), Duration.seconds
         if periods is not None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from aws_cdk import Acknowledgment, CfnResource, Validations
-from constructs import IConstruct
+from constructs import Construct, IConstruct
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 
@@ -47,7 +47,10 @@ def apply_nag_packs(scope: IConstruct) -> None:
 
 def _construct(where: str, name: str, value: object) -> None:
     """Refuse ``value`` unless it is a construct (anything with a ``node.path``), naming
-    the function ``where`` and its argument ``name``: jsii's own refusal says neither."""
+    the function ``where`` and its argument ``name``: jsii's own refusal says neither. A
+    ``Construct`` made in Python is one without asking jsii's kernel for its path."""
+    if isinstance(value, Construct):
+        return
     if not isinstance(getattr(getattr(value, "node", None), "path", None), str):
         raise CapacityConfigError(
             f"{where}: {name}: got {shown(value)}; expected a construct (a resource, a "

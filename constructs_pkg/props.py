@@ -72,14 +72,37 @@ def known_at_synth(
         )
 
 
+_KNOWN_SECONDS: dict[int, tuple[Duration, float | None]] = {}
+"""Each ``Duration`` object's answer from `_seconds`, by its id, with the object (so the id is
+not reused while the answer is kept): a Duration is immutable, and asking jsii's kernel is a
+round trip each time."""
+KNOWN_SECONDS_KEPT = 256
+"""The most answers `_KNOWN_SECONDS` keeps (the constructs share a few dozen Durations)."""
+
+
 def _seconds(value: Duration) -> float | None:
     """``value``'s seconds, or None when its amount is a token (CDK converts a token's amount
-    from seconds alone: in another unit, asking raises)."""
+    from seconds alone: in another unit, asking raises); jsii's kernel is asked once per
+    Duration object."""
+    known = _KNOWN_SECONDS.get(id(value))
+    if known is not None and known[0] is value:
+        return known[1]
     try:
-        seconds = value.to_seconds(integral=False)
+        seconds: float | None = value.to_seconds(integral=False)
     except RuntimeError:
-        return None
-    return None if is_token(seconds) else seconds
+        seconds = None
+    if seconds is not None and is_token(seconds):
+        seconds = None
+    if len(_KNOWN_SECONDS) >= KNOWN_SECONDS_KEPT:
+        _KNOWN_SECONDS.clear()
+    _KNOWN_SECONDS[id(value)] = (value, seconds)
+    return seconds
+
+
+def duration_seconds(value: Duration) -> float | None:
+    """``value``'s seconds (None: its amount is a token), asked of jsii's kernel once per
+    Duration object."""
+    return _seconds(value)
 
 
 @dataclass(frozen=True)
@@ -158,8 +181,8 @@ def duration_prop(
     seconds = _seconds(value)
     if seconds is None:  # a token: checked at deploy time
         return value
-    steps = seconds / step.to_seconds(integral=False) if step is not None else seconds
-    if seconds < floor.to_seconds(integral=False) or not float(steps).is_integer():
+    steps = seconds / (_seconds(step) or 1) if step is not None else seconds
+    if seconds < (_seconds(floor) or 0) or not float(steps).is_integer():
         raise CapacityConfigError(
             f"{where}: {name}: got {value.to_human_string()}; expected {allowed()}"
         )

@@ -124,3 +124,27 @@ def test_a_duration_of_a_token_is_one() -> None:
     assert is_token(Duration.seconds(number)) and is_token(Duration.minutes(number))
     assert is_token(Duration.hours(Token.as_number(Aws.ACCOUNT_ID)))
     assert not is_token(Duration.minutes(5)) and not is_token(Duration.seconds(0))
+
+
+def test_a_durations_seconds_are_asked_of_the_kernel_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN jsii's kernel, its calls to a Duration's toSeconds counted
+    from jsii._kernel.providers.process import ProcessProvider
+
+    asked: list[str] = []
+    invoke = ProcessProvider.invoke
+
+    def counted(self: Any, request: Any) -> Any:
+        if getattr(request, "method", "") == "toSeconds":
+            asked.append(request.method)
+        return invoke(self, request)
+
+    monkeypatch.setattr(ProcessProvider, "invoke", counted)
+    five, parameter = Duration.minutes(5), cdk.CfnParameter(cdk.Stack(), "P", type="Number")
+    token = Duration.seconds(parameter.value_as_number)
+    # WHEN the constructs ask each one's seconds three times
+    seen = [props.duration_seconds(d) for d in (five, token) for _ in range(3)]
+    # THEN each is asked of the kernel once, a token's amount answered as unknown every time
+    assert seen == [300.0] * 3 + [None] * 3
+    assert len(asked) == 2
+    # AND another Duration of the same amount is asked of it on its own
+    assert props.duration_seconds(Duration.minutes(5)) == 300.0 and len(asked) == 3
