@@ -646,6 +646,9 @@ def test_tune_warns_plainly_when_the_history_is_too_short(tmp_path: Path) -> Non
     for line in (lines[0], lines[-1]):
         assert line.startswith("warning: short.csv holds 120 minutes of traffic; at least 2 days")
         assert "one day to fit on and one to choose on" in line
+        assert line.endswith(
+            "with --score-from, an earlier time: the choice is made on the minutes before it)."
+        )
     code, out, err = run(
         "tune", "--trace", str(path), "--quiet", "--json", "--candidate", "on-demand"
     )

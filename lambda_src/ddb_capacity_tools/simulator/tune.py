@@ -190,7 +190,8 @@ def history_warnings(trace: Trace) -> tuple[str, ...]:
         f"{MIN_HISTORY_DAYS} days ({need:,} minutes) are needed to judge: one day to fit "
         "on and one to choose on, each a whole daily cycle and a whole day of DynamoDB's "
         "decrease quota. Treat the recommendation as a guess, and tune again on a longer "
-        "history (--days, or a longer --trace).",
+        "history (--days, or a longer --trace; with --score-from, an earlier time: the "
+        "choice is made on the minutes before it).",
     )
 
 
