@@ -86,6 +86,17 @@ def writes_throttled_in_us(worlds: dict[str, World], read: float = 0) -> str:
     return name
 
 
+def write_minimums_raised(worlds: dict[str, World]) -> tuple[str, dict[str, int]]:
+    """The replicas after a write throttled in us-east-1 (`writes_throttled_in_us`) and a
+    tick in each Region: both write minimums raised alike, above `WRITE_MIN`."""
+    name = writes_throttled_in_us(worlds)
+    for region in worlds:
+        tick(worlds, region, name)
+    raised = minimums(worlds, name, "write")
+    assert raised[US] == raised[EU] > WRITE_MIN
+    return name, raised
+
+
 def test_a_read_raises_its_region_alone_and_a_write_every_replica(
     worlds: dict[str, World],
 ) -> None:
@@ -133,11 +144,7 @@ def test_an_unreadable_region_is_a_failure_and_never_lowers_a_write(
     worlds: dict[str, World],
 ) -> None:
     # GIVEN both write minimums raised by a write throttled in us-east-1
-    name = writes_throttled_in_us(worlds)
-    for region in worlds:
-        tick(worlds, region, name)
-    raised = minimums(worlds, name, "write")
-    assert raised[US] == raised[EU] > WRITE_MIN
+    name, raised = write_minimums_raised(worlds)
     # WHEN, the throttles over, eu-west-1's scaler cannot read us-east-1's CloudWatch
 
     def unreachable(region: str) -> Any:
@@ -165,11 +172,7 @@ def test_a_write_minute_late_in_another_region_restores_no_write_minimum(
     worlds: dict[str, World],
 ) -> None:
     # GIVEN both write minimums raised by a write throttled in us-east-1
-    name = writes_throttled_in_us(worlds)
-    for region in worlds:
-        tick(worlds, region, name)
-    raised = minimums(worlds, name, "write")
-    assert raised[US] == raised[EU] > WRITE_MIN
+    name, raised = write_minimums_raised(worlds)
     # WHEN, the throttles over, later ticks see light writes up to their end in eu-west-1,
     # and in us-east-1 all but the minute 4 minutes before the end (not arrived yet, while
     # the newer ones have)

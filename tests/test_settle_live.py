@@ -150,6 +150,27 @@ def left_events(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
     return [vars(r) for r in caplog.records if r.getMessage() == "settle-left"]
 
 
+def read_left_by_update(
+    name: str, cloudwatch: Any, autoscaling: Any, caplog: pytest.LogCaptureFixture
+) -> dict[str, Any]:
+    """The settle step's Update of ``name``, the UpdateTable it makes expected (`lowered`:
+    the read kept at its mark of 2,000, the write to its need, the GSI's read to 10):
+    settled, with the table's read and nothing else left at its mark; that one
+    ``settle-left`` event."""
+    with caplog.at_level(logging.INFO):
+        answer = settle(
+            update_event(name),
+            described(name),
+            lowered(name, 2000, gsi_read=10),
+            cloudwatch,
+            autoscaling,
+        )
+    assert answer["Data"]["Settled"] == "true"
+    (left,) = left_events(caplog)
+    assert (left["index"], left["dimension"]) == (None, "read")
+    return left
+
+
 def busy(cloudwatch: Any, name: str, read: float = 560) -> None:
     """The last 20 minutes of a busy live table: read ``read`` units/s (560: 800 at 70 %),
     write 7 (10), the GSI's read 35 (50)."""
@@ -260,19 +281,9 @@ def test_an_update_leaves_a_throttled_dimension_and_lowers_the_others(
     put_traffic(cloudwatch, name, "read", 560, end=end, minutes=range(1, 21), throttles=40)
     put_traffic(cloudwatch, name, "write", 7, end=end, minutes=range(1, 21))
     # WHEN the settle step's Update runs
-    with caplog.at_level(logging.INFO):
-        answer = settle(
-            update_event(name),
-            described(name),
-            lowered(name, 2000, gsi_read=10),
-            cloudwatch,
-            autoscaling,
-        )
+    left = read_left_by_update(name, cloudwatch, autoscaling, caplog)
     # THEN the read keeps its mark; the write goes to its need, and the GSI's idle read
     # (known idle: the table's own datapoints show the minutes delivered) to its operating
-    assert answer["Data"]["Settled"] == "true"
-    (left,) = left_events(caplog)
-    assert (left["index"], left["dimension"]) == (None, "read")
     assert "throttled" in left["reason"]
 
 
@@ -288,19 +299,9 @@ def test_an_update_leaves_a_dimension_whose_newest_minute_is_late_and_lowers_the
     put_traffic(cloudwatch, name, "read", 560, end=end, minutes=range(1, 3))
     put_traffic(cloudwatch, name, "write", 7, end=end, minutes=range(1, 21))
     # WHEN the settle step's Update runs
-    with caplog.at_level(logging.INFO):
-        answer = settle(
-            update_event(name),
-            described(name),
-            lowered(name, 2000, gsi_read=10),
-            cloudwatch,
-            autoscaling,
-        )
+    left = read_left_by_update(name, cloudwatch, autoscaling, caplog)
     # THEN the read keeps its mark: its late minute is not idle, and may have held more;
     # the write goes to its need, and the GSI's idle read to its operating
-    assert answer["Data"]["Settled"] == "true"
-    (left,) = left_events(caplog)
-    assert (left["index"], left["dimension"]) == (None, "read")
     assert left["reason"].startswith("CloudWatch cannot vouch for ")
 
 
