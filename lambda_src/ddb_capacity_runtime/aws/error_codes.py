@@ -99,6 +99,15 @@ def is_throttle(error: BaseException | Mapping[str, Any] | None) -> bool:
     return meaning(error).throttled
 
 
+def http_status(error: BaseException) -> int | None:
+    """The HTTP status AWS answered the call that raised ``error`` with, when its response
+    says one."""
+    response = getattr(error, "response", None)
+    meta = response.get("ResponseMetadata") if isinstance(response, Mapping) else None
+    status = meta.get("HTTPStatusCode") if isinstance(meta, Mapping) else None
+    return status if isinstance(status, int) else None
+
+
 def describe_error(exc: BaseException) -> str:
     """One line naming an error: the AWS error code and message, or the exception."""
     code = error_code(exc)

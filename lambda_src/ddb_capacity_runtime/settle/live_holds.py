@@ -22,13 +22,13 @@ after that leaves its dimensions at their mark.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from botocore import exceptions as botocore_errors
 
-from ..aws.error_codes import describe_error, error_code, is_throttle
+from ..aws.error_codes import describe_error, error_code, http_status, is_throttle
 from ..aws.store import HoldLimits, HoldStore
 from ..core.errors import HoldsUnread, shown_text
 from ..core.holds import MAX_HOLD, level
@@ -59,10 +59,8 @@ def passing(exc: BaseException) -> bool:
         return True
     if isinstance(exc, botocore_errors.HTTPClientError | botocore_errors.ConnectionError):
         return True
-    response = getattr(exc, "response", None)
-    meta = response.get("ResponseMetadata") if isinstance(response, Mapping) else None
-    status = meta.get("HTTPStatusCode") if isinstance(meta, Mapping) else None
-    return isinstance(status, int) and status >= 500
+    status = http_status(exc)
+    return status is not None and status >= 500
 
 
 def held_levels(

@@ -37,7 +37,7 @@ from boto3.dynamodb.types import TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ..aws import items as table_items
-from ..aws.error_codes import describe_error, error_code
+from ..aws.error_codes import describe_error, error_code, http_status
 from ..core.call_limits import most_written_units
 from ..core.errors import WriteError as WriteError
 from ..core.errors import shown
@@ -376,8 +376,8 @@ class SlowStartWriter:
                 f"{self._no_answer}"
             )
         result.failed.extend(Failed(o, self._no_answer) for o, _, _ in batch)
-        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-        refused = isinstance(status, int) and 400 <= status < 500
+        status = http_status(exc)
+        refused = status is not None and 400 <= status < 500
         return [], 0.0 if refused else None, None
 
     def _send_each(
