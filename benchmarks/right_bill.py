@@ -70,11 +70,12 @@ from ddb_capacity_tools.simulator.candidates import (
     Candidate,
     Rule,
     rank_by,
+    requested_units,
 )
 from ddb_capacity_tools.simulator.ensemble import settings_of
 from ddb_capacity_tools.simulator.policies import DEFAULT_TICK_MINUTES
 from ddb_capacity_tools.simulator.trace import Trace, cut
-from ddb_capacity_tools.simulator.tune import decide, requested_in, validate, validation_split
+from ddb_capacity_tools.simulator.tune import decide, validate, validation_split
 from ddb_capacity_tools.simulator.tune_options import (
     refusal_floor,
     refusal_price,
@@ -332,7 +333,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         print_trace(trace, picks, labels, by, time.perf_counter() - t0)
         for label, pick in zip(labels, picks, strict=True):
             rows[label].append((trace.name, pick, by))
-        requested.append(requested_in(trace, trace.minutes // 2, trace.minutes))
+        requested.append(requested_units(trace, start=trace.minutes // 2))
     for label in labels:
         print(f"\ngoals, {label}")
         goals(rows[label])

@@ -130,10 +130,12 @@ DEFAULT_RULE = Rule()
 """The rule by default: the limit rule, no tolerance, the default floor."""
 
 
-def requested_units(trace: Trace, scale: float = 1.0) -> float:
-    """The units ``trace`` asks for, every dimension's (units/s per minute x 60), times
-    ``scale``."""
-    return sum(sum(series) for series in trace.demand.values()) * 60 * scale
+def requested_units(
+    trace: Trace, scale: float = 1.0, start: int = 0, end: int | None = None
+) -> float:
+    """The units ``trace`` asks for from minute ``start`` to ``end`` (default: all of it),
+    every dimension's (units/s per minute x 60), times ``scale``."""
+    return sum(sum(series[start:end]) for series in trace.demand.values()) * 60 * scale
 
 
 @dataclass(frozen=True)

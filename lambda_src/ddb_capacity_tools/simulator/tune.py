@@ -90,7 +90,6 @@ __all__ = [
     "decide",
     "fit",
     "history_warnings",
-    "requested_in",
     "simpler",
     "validate",
     "validation_split",
@@ -235,12 +234,12 @@ def validate(
     (from minute ``split``) by `decide`, every figure scaled to a month of
     `MONTH_HOURS` (a one-time charge counted once, in that month); with ``size_gb``, the
     table class advised on the month's figures at ``prices``."""
-    fitted = fit(early, rule, requested_in(trace, 0, split)) if split else {}
+    fitted = fit(early, rule, requested_units(trace, end=split)) if split else {}
     kept = [c for c in later if fitted.get(family(c.policy), c.policy) == c.policy]
     minutes = trace.minutes - split
     scale = MONTH_MINUTES / minutes
     monthly = with_frontier([scaled(c, scale) for c in kept])
-    requested = requested_in(trace, split, trace.minutes) * scale
+    requested = requested_units(trace, scale, start=split)
     tuning = decide(
         monthly, rule, trace, params, " a month", scale, requested, size_gb, prices or Prices()
     )
@@ -258,11 +257,6 @@ def validate(
         },
     }
     return replace(tuning, validation=validation, warnings=history_warnings(trace))
-
-
-def requested_in(trace: Trace, start: int, end: int) -> float:
-    """The units ``trace`` asks for from minute ``start`` to ``end``."""
-    return sum(sum(series[start:end]) for series in trace.demand.values()) * 60
 
 
 def simpler(pick: Candidate, eligible: Sequence[Candidate], rule: Rule) -> Candidate:

@@ -31,6 +31,7 @@ from .candidates import (
     Rule,
     Tuning,
     rank_by,
+    requested_units,
     scaled,
 )
 from .params import ModelParams
@@ -38,7 +39,7 @@ from .policies import DEFAULT_TICK_MINUTES
 from .prices import Prices
 from .text import counted, fixed_width, span
 from .trace import Trace
-from .tune import best_stock, requested_in, within_limit
+from .tune import best_stock, within_limit
 from .tune_runs import place
 
 __all__ = [
@@ -196,7 +197,7 @@ def score(
     placed = place(trace, names, settings, prices, tick, workers, score_from, progress)
     factor = MONTH_MINUTES / (trace.minutes - score_from)
     by = {c.policy: scaled(c, factor) for c in placed}
-    requested = requested_in(trace, score_from, trace.minutes) * factor
+    requested = requested_units(trace, factor, start=score_from)
     verdict = hold(by[pick], [by[s] for s in STOCK], tuning.rule, requested)
     return Holdout(
         trace, score_from, by[pick], [by[n] for n in names], tuning.rule, requested, verdict
