@@ -51,7 +51,7 @@ def is_token(value: object) -> bool:
     if value is None or isinstance(value, bool | bytes | bytearray):
         return False  # bytes: no token, and jsii cannot take them
     if isinstance(value, Duration):
-        return _seconds(value) is None
+        return duration_seconds(value) is None
     if isinstance(value, int | float):
         if not math.isfinite(value) or abs(value) < _PLAIN_NUMBER:
             return False
@@ -73,14 +73,14 @@ def known_at_synth(
 
 
 _KNOWN_SECONDS: dict[int, tuple[Duration, float | None]] = {}
-"""Each ``Duration`` object's answer from `_seconds`, by its id, with the object (so the id is
-not reused while the answer is kept): a Duration is immutable, and asking jsii's kernel is a
-round trip each time."""
+"""Each ``Duration`` object's answer from `duration_seconds`, by its id, with the object (so
+the id is not reused while the answer is kept): a Duration is immutable, and asking jsii's
+kernel is a round trip each time."""
 KNOWN_SECONDS_KEPT = 256
 """The most answers `_KNOWN_SECONDS` keeps (the constructs share a few dozen Durations)."""
 
 
-def _seconds(value: Duration) -> float | None:
+def duration_seconds(value: Duration) -> float | None:
     """``value``'s seconds, or None when its amount is a token (CDK converts a token's amount
     from seconds alone: in another unit, asking raises); jsii's kernel is asked once per
     Duration object."""
@@ -97,12 +97,6 @@ def _seconds(value: Duration) -> float | None:
         _KNOWN_SECONDS.clear()
     _KNOWN_SECONDS[id(value)] = (value, seconds)
     return seconds
-
-
-def duration_seconds(value: Duration) -> float | None:
-    """``value``'s seconds (None: its amount is a token), asked of jsii's kernel once per
-    Duration object."""
-    return _seconds(value)
 
 
 @dataclass(frozen=True)
@@ -178,11 +172,11 @@ def duration_prop(
             f"{where}: {name}: got {shown(value)} ({type(value).__name__}); expected {allowed()} "
             "(aws_cdk.Duration.minutes(5), say)"
         )
-    seconds = _seconds(value)
+    seconds = duration_seconds(value)
     if seconds is None:  # a token: checked at deploy time
         return value
-    steps = seconds / (_seconds(step) or 1) if step is not None else seconds
-    if seconds < (_seconds(floor) or 0) or not float(steps).is_integer():
+    steps = seconds / (duration_seconds(step) or 1) if step is not None else seconds
+    if seconds < (duration_seconds(floor) or 0) or not float(steps).is_integer():
         raise CapacityConfigError(
             f"{where}: {name}: got {value.to_human_string()}; expected {allowed()}"
         )
