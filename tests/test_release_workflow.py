@@ -4,6 +4,7 @@ trusted publishing (no stored token) with attestations."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -39,3 +40,23 @@ def test_publishing_is_switched_on_by_a_variable_and_needs_no_token() -> None:
     (upload,) = [s for s in publish["steps"] if "pypi-publish" in s.get("uses", "")]
     assert upload["with"] == {"attestations": True}
     assert "secrets." not in WORKFLOW.read_text()
+
+
+def test_every_action_is_pinned_to_a_commit_and_names_its_release() -> None:
+    lines = [line.strip() for line in WORKFLOW.read_text().splitlines()]
+    uses = [line.split("uses:", 1)[1].strip() for line in lines if "uses:" in line]
+    assert len(uses) == 6
+    for use in uses:
+        action, _, rest = use.partition("@")
+        commit, _, comment = rest.partition(" # ")
+        assert re.fullmatch(r"[0-9a-f]{40}", commit), f"{action} is not pinned to a commit: {use}"
+        assert re.fullmatch(r"v\d+\.\d+\.\d+", comment), f"{action} names no release: {use}"
+
+
+def test_the_gates_run_on_the_oldest_node_supported_and_the_cdks_lines() -> None:
+    build = workflow()["jobs"]["build"]
+    assert build["strategy"]["matrix"]["node"] == ["20", "22", "24"]
+    node = next(s for s in build["steps"] if s.get("uses", "").startswith("actions/setup-node"))
+    assert node["with"]["node-version"] == "${{ matrix.node }}"
+    (upload,) = [s for s in build["steps"] if "upload-artifact" in s.get("uses", "")]
+    assert upload["if"] == "matrix.node == '24'"
