@@ -67,12 +67,14 @@ def _on_time(world: World) -> str:
     return on_time
 
 
+@pytest.mark.parametrize("lag", ["2", "0"])
 def test_a_minute_another_table_has_delivered_is_not_idle_for_a_table_still_waiting_for_it(
-    world: World,
+    world: World, lag: str
 ) -> None:
     # GIVEN a table busy (120 of 200) until the reactive decrease span before its newest
     # delivered minute, calmer (30) since, and its minute 3 minutes ago not delivered yet
-    # (CloudWatch 3 minutes late with it, as it may be)
+    # (CloudWatch 3 minutes late with it, as it may be), whatever the metric lag: with
+    # none, the newest 3 minutes still count as on their way
     late = world.table("late", 200, 200)
     put_traffic(world.cw, late, "read", 120, end=world.now, minutes=range(SPAN + 3, 40))
     put_traffic(world.cw, late, "read", 30, end=world.now, minutes=range(4, SPAN + 3))
@@ -81,7 +83,7 @@ def test_a_minute_another_table_has_delivered_is_not_idle_for_a_table_still_wait
     # AND an idle table, no datapoint of its own for 40 minutes
     idle = world.table("idle", 200, 200)
     # WHEN a tick runs
-    summary, _ = world.tick(SCALER_MODE="reactive")
+    summary, _ = world.tick(SCALER_MODE="reactive", SCALER_METRIC_LAG_MINUTES=lag)
     # THEN the late table keeps its reads: its minute not delivered is not a low minute,
     # and its delivered ones still hold 120 within the span
     assert world.throughput(late)[0] == 200

@@ -757,11 +757,13 @@ def test_delivered_trims_only_the_newest_unknown_minutes_and_no_more_than_late_o
     assert trimmed.minute_starts == starts[:3] and trimmed.unknown_minutes == 1 and not stopped
     nothing = Series(starts, [0.0] * 5, [0.0] * 5, [True] * 5)
     assert delivered(nothing) == (nothing, 0)  # nothing known stays wholly unknown
-    # data that stopped (more unknown minutes at the end than CloudWatch's lateness): the
-    # known minutes are decided on, and the minutes beyond the lateness are counted
-    halted = Series(starts, [1.0] * 5, [0.0] * 5, [False, False, True, True, True])
+    # data that stopped (more unknown minutes at the end than CloudWatch's lateness, 3
+    # minutes): the known minutes are decided on, and the minutes beyond it are counted
+    halted = Series(starts, [1.0] * 5, [0.0] * 5, [False, True, True, True, True])
     trimmed, stopped = delivered(halted)
-    assert trimmed.minute_starts == starts[:2] and stopped == 1
+    assert trimmed.minute_starts == starts[:1] and stopped == 1
+    # no more unknown minutes at the end than that lateness: nothing stopped
+    assert delivered(Series(starts, [1.0] * 5, [0.0] * 5, [False, False, True, True, True]))[1] == 0
     known = Series(starts, [1.0] * 5, [0.0] * 5, [])
     assert delivered(known) == (known, 0)
 
@@ -769,18 +771,20 @@ def test_delivered_trims_only_the_newest_unknown_minutes_and_no_more_than_late_o
 def test_delivered_decides_on_the_minutes_listed_before_the_undelivered_ones() -> None:
     from ddb_capacity_runtime.core.plan import delivered
     from ddb_capacity_runtime.core.series import Series
-    from ddb_capacity_runtime.core.settings import LATE_MINUTES
+    from ddb_capacity_runtime.core.settings import DELIVERY_MINUTES, LATE_MINUTES
 
     starts = [START + timedelta(minutes=m) for m in range(5)]
     # every listed minute known (told either way), the newest ones not delivered yet
     for unknown in ([], [False] * 5):
-        pending = Series(starts, [1.0] * 5, [0.0] * 5, unknown, undelivered=LATE_MINUTES)
+        pending = Series(starts, [1.0] * 5, [0.0] * 5, unknown, undelivered=DELIVERY_MINUTES)
         trimmed, stopped = delivered(pending)
-        # within CloudWatch's lateness: the listed minutes are all known, nothing stopped
+        # within CloudWatch's lateness (3 minutes, with no metric lag): the listed minutes
+        # are all known, nothing stopped
         assert trimmed.minute_starts == starts and trimmed.unknown_minutes == 0 and not stopped
-        # 3 beyond the lateness (2 beyond it and a minute of lag) are counted as stopped
+        # the minutes beyond the lateness are counted as stopped: beyond 3 minutes with a lag
+        # of 0 or 1, beyond the lag and LATE_MINUTES with a longer one
         halted = Series(starts, [1.0] * 5, [0.0] * 5, unknown, undelivered=LATE_MINUTES + 3)
-        assert delivered(halted)[1] == 3 and delivered(halted, lag_minutes=1)[1] == 2
+        assert [delivered(halted, lag_minutes=lag)[1] for lag in (0, 1, 2)] == [2, 2, 1]
 
 
 def test_the_padding_benchmark_runs_in_its_quick_mode(capsys: pytest.CaptureFixture[str]) -> None:

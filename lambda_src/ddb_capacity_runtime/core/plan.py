@@ -25,7 +25,7 @@ from .policy import (
 from .records import direct_init
 from .reservation import Floor, Reservation
 from .series import Series
-from .settings import LATE_MINUTES, ScalerConfig
+from .settings import ScalerConfig, late_minutes
 from .tables import Dimension, ManagedTable
 
 
@@ -55,7 +55,7 @@ class Change:
 
 def delivered(series: Series, lag_minutes: int = 0) -> tuple[Series, int]:
     """``series`` without its newest minutes while they are unknown, and how many of them
-    were beyond ``lag_minutes + LATE_MINUTES``. Minutes CloudWatch has not delivered yet are
+    were beyond `late_minutes` of ``lag_minutes``. Minutes CloudWatch has not delivered yet are
     not looked at, so raises go on the newest known minutes; but data that stopped for
     longer than CloudWatch is late (the count returned) forbids any decrease, as unknown
     minutes before a known one do."""
@@ -78,7 +78,7 @@ def delivered(series: Series, lag_minutes: int = 0) -> tuple[Series, int]:
 
 def _delivered(series: Series, lag_minutes: int) -> tuple[int, int]:
     """`delivered` as counts: the minutes kept (all when none is known, or none is
-    unknown at the end), and the newest unknown ones beyond the lag and LATE_MINUTES. The
+    unknown at the end), and the newest unknown ones beyond `late_minutes`. The
     minutes ``series`` leaves out as not delivered yet (after a known one) are not kept."""
     unknown, n = series.unknown, len(series.minute_starts)
     total = n + series.undelivered
@@ -86,7 +86,7 @@ def _delivered(series: Series, lag_minutes: int) -> tuple[int, int]:
         n -= 1
     if n in (0, total):  # nothing known at all stays unknown, and says so
         return total, 0
-    stopped = total - n - LATE_MINUTES - lag_minutes
+    stopped = total - n - late_minutes(lag_minutes)
     return n, stopped if stopped > 0 else 0  # (a conditional, not max: a tick's hot path)
 
 

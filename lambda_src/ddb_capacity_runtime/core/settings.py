@@ -38,6 +38,17 @@ SCALE_DOWN_MINUTES = 15
 LATE_MINUTES = 2
 """Newest minutes of a window CloudWatch may not have delivered yet beyond the metric lag (it
 delivers a minute 1-3 minutes late): a tick decides on the minutes before them."""
+DELIVERY_MINUTES = 3
+"""CloudWatch delivers a minute up to this many minutes late, whatever the metric lag."""
+
+
+def late_minutes(lag_minutes: int) -> int:
+    """The newest minutes of a window read with a metric lag of ``lag_minutes`` that may still
+    be on their way (the lag's and LATE_MINUTES, DELIVERY_MINUTES at least): a minute among
+    them without a datapoint is unknown, not idle, and not a sign that the data stopped."""
+    return max(lag_minutes + LATE_MINUTES, DELIVERY_MINUTES)
+
+
 DEFAULT_SHARD_ABOVE_TABLES = 1_000
 """Above this many tables found, a tick with a batch queue is sharded: one invocation runs about
 1,500 tables in a 2-minute tick at 20 ms an AWS call (2,500 took 90 s)."""
@@ -628,19 +639,20 @@ class ScalerConfig:
 
     @property
     def history_minutes(self) -> int:
-        """Minutes of metrics a tick reads: its window, or the scale-down span if longer,
-        plus LATE_MINUTES for the newest minutes CloudWatch has not delivered yet."""
-        return (
-            max(self.window_minutes, self.policy.scale_down_minutes, self.policy.settle_minutes)
-            + LATE_MINUTES
-        )
+        """Minutes of metrics a tick reads besides the metric lag's: its window, or the
+        scale-down span if longer, plus the newest minutes CloudWatch may not have delivered
+        yet beyond the lag (`late_minutes`)."""
+        lag, policy = self.metric_lag_minutes, self.policy
+        span = max(self.window_minutes, policy.scale_down_minutes, policy.settle_minutes)
+        return span + late_minutes(lag) - lag
 
     @property
     def arriving_minutes(self) -> int:
         """The newest minutes of a tick's window whose datapoints may still be on their way
-        (the metric lag's and LATE_MINUTES): a dimension's minute among them without a
-        datapoint of its own is unknown, not idle (`ddb_capacity_runtime.aws.metrics.fetch`)."""
-        return self.metric_lag_minutes + LATE_MINUTES
+        (`late_minutes`: the metric lag's and LATE_MINUTES, 3 at least): a dimension's minute
+        among them without a datapoint of its own is unknown, not idle
+        (`ddb_capacity_runtime.aws.metrics.fetch`)."""
+        return late_minutes(self.metric_lag_minutes)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> ScalerConfig:

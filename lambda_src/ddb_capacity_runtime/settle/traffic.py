@@ -24,7 +24,7 @@ from ..aws.error_codes import describe_error
 from ..core.errors import shown_text
 from ..core.plan import delivered
 from ..core.series import Series, window
-from ..core.settings import LATE_MINUTES
+from ..core.settings import LATE_MINUTES, late_minutes
 from .settle_plan import SettleTarget, need_of
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ def traffic_needs(
             errors=failures,
             throttled=failures,
             witness=table,
-            arriving=METRIC_LAG_MINUTES + LATE_MINUTES,
+            arriving=late_minutes(METRIC_LAG_MINUTES),
         )
     except Exception as exc:  # a client not made, an answer not read: nothing is known
         failures.append(f"GetMetricData: {describe_error(exc)}")
