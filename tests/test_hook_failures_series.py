@@ -6,14 +6,20 @@ invocations (ResourceNotFound), as Lambda does for a wrong name."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import sys
+from collections.abc import Callable
 from typing import Any
 
 import boto3
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ddb_capacity_runtime.fast_path.failures import function_name
 from ddb_capacity_runtime.fast_path.hook import watch
+from ddb_capacity_runtime.instrument import BOOTSTRAP
 from ddb_capacity_tools.local_aws import REGION
 from tests.test_signals_hook import FakeLambda, item
 from tests.test_signals_hook import table as table  # noqa: F401 (fixture)
@@ -93,3 +99,65 @@ def test_the_signals_function_s_name_is_read_from_whatever_names_it(
     given: object, name: str | None
 ) -> None:
     assert function_name(given) == name
+
+
+@pytest.fixture(scope="module")
+def start_up_rule() -> Callable[[str], str | None]:
+    """The start-up hook's own reading of the signals function's name (``sitecustomize``,
+    the standard library alone), its module loaded under another name with nothing to
+    install (``CAPACITY_SIGNALS`` unset, not a Lambda function) and no next
+    ``sitecustomize`` to run."""
+    spec = importlib.util.spec_from_file_location("start_up_hook", BOOTSTRAP / "sitecustomize.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("CAPACITY_SIGNALS", "AWS_LAMBDA_FUNCTION_NAME"):
+            patch.delenv(name, raising=False)
+        patch.setattr(sys, "path", [str(BOOTSTRAP)])
+        spec.loader.exec_module(module)
+    rule: Callable[[str], str | None] = module.function_name
+    return rule
+
+
+NAMES = [
+    "orders-signals",
+    "orders-signals:live",
+    " orders-signals ",
+    "123456789012:function:orders-signals",
+    ARN,
+    f"arn:aws:lambda:{REGION}:123456789012:function:orders-signals",
+    "function",
+    "function:orders-signals",
+    "a" * 64,
+    "a" * 65,
+    "",
+    "no spaces",
+    "caf\u00e9",
+    "arn:aws:lambda:us-east-1:123456789012:function:",
+    "arn:aws:lambda:us-east-1:123456789012:layer:orders-signals",
+    "123456789012:function:",
+    ":function:orders-signals",
+]
+
+
+@pytest.mark.parametrize("given", NAMES)
+def test_the_start_up_hook_reads_a_name_as_the_library_does(
+    start_up_rule: Callable[[str], str | None], given: str
+) -> None:
+    """The start-up hook counts a hook it could not install under the name the library
+    would count it under (`function_name`): one rule, written twice because the start-up
+    hook must run before the library is importable."""
+    assert start_up_rule(given) == function_name(given)
+
+
+@given(
+    st.lists(
+        st.sampled_from(["arn", "aws", "lambda", "function", "orders-signals", "", " x", "é"])
+        | st.text(max_size=70),
+        max_size=8,
+    ).map(":".join)
+)
+def test_the_start_up_hook_reads_any_value_as_the_library_does(
+    start_up_rule: Callable[[str], str | None], value: str
+) -> None:
+    assert start_up_rule(value) == function_name(value)

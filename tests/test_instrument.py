@@ -260,6 +260,33 @@ def test_a_hook_granted_through_its_role_alone_counts_for_its_signals_function(
     assert _hook_failures(done.stdout, ("SignalsFunction", "capacity-signals")) == 1
 
 
+@pytest.mark.parametrize("signals", ["orders signals", "arn:aws:lambda:x:1:function:", "a" * 65])
+def test_a_hook_told_no_function_name_counts_with_no_dimension_as_the_library_does(
+    fake: FakeLambda, tmp_path: Path, signals: str
+) -> None:
+    # GIVEN a Lambda function granted the signals function through its role alone, told
+    # something no Lambda function is named by, whose copy of the library fails to import
+    copy = tmp_path / "broken" / "ddb_capacity_runtime"
+    copy.mkdir(parents=True)
+    (copy / "__init__.py").write_text("raise ImportError('a broken copy')\n")
+    env = _env(
+        fake,
+        PYTHONPATH=f"{BOOTSTRAP}{os.pathsep}{copy.parent}",
+        CAPACITY_SIGNALS=signals,
+        AWS_LAMBDA_FUNCTION_NAME="orders-worker",
+    )
+    # WHEN a program starts
+    done = _run([sys.executable, "-c", "print('app done')"], env, tmp_path)
+    # THEN the hook not installed is counted as the library counts a hook told that name
+    # (`failures.series`: no function named, no dimension), not for a signals function of
+    # that name, which no alarm watches
+    assert done.returncode == 0 and "app done" in done.stdout
+    (line,) = [json.loads(x) for x in done.stdout.splitlines() if x.startswith('{"_aws"')]
+    (metrics,) = line["_aws"]["CloudWatchMetrics"]
+    assert metrics["Dimensions"] == [[]] and "SignalsFunction" not in line
+    assert line[HOOK_FAILURES] == 1
+
+
 def test_a_hook_that_cannot_start_says_so_in_one_line_and_the_program_runs(
     fake: FakeLambda, tmp_path: Path
 ) -> None:

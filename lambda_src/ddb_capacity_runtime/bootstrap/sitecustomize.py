@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.machinery
 import importlib.util
 import os
+import re
 import sys
 
 NAMESPACE = "DynamoDBCapacity"
@@ -31,6 +32,23 @@ the dimension their value is (`ddb_capacity_runtime.events.STORE_DIMENSION`)."""
 SIGNALS_DIMENSION = "SignalsFunction"
 """The dimension of the count without a store: the name of the signals function
 ``CAPACITY_SIGNALS`` names (`ddb_capacity_runtime.fast_path.failures.series`)."""
+FUNCTION_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""A Lambda function's name (`ddb_capacity_runtime.fast_path.failures.FUNCTION_NAME`)."""
+
+
+def function_name(function: str) -> str | None:
+    """The name of the Lambda function ``function`` names (its name, its name and a
+    qualifier, a partial or full ARN); None for anything else: the rule of
+    `ddb_capacity_runtime.fast_path.failures.function_name`, in the standard library alone
+    (tests/test_hook_failures_series.py holds the two to one answer)."""
+    parts = function.strip().split(":")
+    if parts[0] == "arn" and len(parts) >= 7 and parts[5] == "function":
+        name = parts[6]  # arn:aws:lambda:REGION:ACCOUNT:function:NAME[:QUALIFIER]
+    elif len(parts) >= 3 and parts[1] == "function":
+        name = parts[2]  # ACCOUNT:function:NAME[:QUALIFIER]
+    else:
+        name = parts[0]  # NAME[:QUALIFIER]
+    return name if FUNCTION_NAME.fullmatch(name) else None
 
 
 def _install() -> None:
@@ -62,10 +80,8 @@ def _count_failure() -> None:
 
     store = next((v for v in (os.environ.get(n, "").strip() for n in STORE_ENVS) if v), None)
     name = STORE_DIMENSION
-    if store is None:  # the signals function's name: [arn:...:][ACCOUNT:]function:NAME[:...]
-        parts = os.environ.get(SIGNALS_ENV, "").strip().split(":")
-        after = parts[parts.index("function") + 1 :] if "function" in parts[1:-1] else parts
-        store = after[0] if after and after[0] else None
+    if store is None:  # the signals function's name; none: no dimension, as the library's
+        store = function_name(os.environ.get(SIGNALS_ENV, ""))
         name = SIGNALS_DIMENSION
     dimensions = [[name]] if store else [[]]
     metrics = [{"Namespace": NAMESPACE, "Dimensions": dimensions, "Metrics": [{"Name": FAILURES}]}]
