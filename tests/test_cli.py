@@ -938,6 +938,25 @@ def test_tune_scores_from_a_time_in_a_tables_history(history_table: HistoryTable
     )
 
 
+def test_tune_refuses_a_table_without_traffic_before_its_score_from(
+    history_table: HistoryTable,
+) -> None:
+    """``tune --table --score-from T`` whose history has traffic only from ``T`` on: the
+    choice is made on the minutes before ``T``, which show nothing to tune on; refused
+    before simulating, as a table without traffic is."""
+    name, end, *_ = history_table
+    args = ["tune", "--table", name, "--days", "2", "--end", end.isoformat(), "--quiet"]
+    since = end - timedelta(hours=3)  # the table's traffic: its last three hours
+    code, out, err = run(*args, "--candidate", "stock:70", "--score-from", since.isoformat())
+    assert code == 2 and out == ""
+    assert err == (
+        f"ddb-capacity: error: --table: {name}: no consumed capacity or throttles in 2 days "
+        f"of CloudWatch history before --score-from {since:%Y-%m-%dT%H:%M}Z, the minutes the "
+        "choice is made on: idle, on-demand without traffic, or its metrics are not "
+        "readable; nothing to tune\n"
+    )
+
+
 def test_tune_refuses_a_table_without_traffic_before_simulating(
     history_table: HistoryTable,
 ) -> None:

@@ -83,7 +83,6 @@ def test_a_pick_that_did_not_hold_names_the_stock_setting_that_would_have(
     assert isinstance(s, dict)
     assert set(s) == {
         "score_from",
-        "score_minute",
         "chosen_minutes",
         "scored_minutes",
         "month_hours",
@@ -95,7 +94,8 @@ def test_a_pick_that_did_not_hold_names_the_stock_setting_that_would_have(
         "instead",
         "summary",
     }
-    assert (s["score_from"], s["score_minute"]) == (SCORE_FROM, 2 * DAY)
+    # the minutes chosen on are those before the time: its minute of the trace too
+    assert s["score_from"] == SCORE_FROM
     assert (s["chosen_minutes"], s["scored_minutes"], s["month_hours"]) == (2 * DAY, DAY, 730)
     assert s["recommended"] == doc["recommended"] == "stock:90"
     by = {c["policy"]: c for c in s["candidates"]}
@@ -191,6 +191,26 @@ def test_the_text_and_the_page_show_the_scored_part(tmp_path: Path) -> None:
     # without --score-from: no scored part
     code, out, err = run(*args, "--quiet")
     assert code == 0 and "scored on the days after" not in out
+
+
+def test_the_progress_bar_of_the_scoring_runs_says_they_are_the_scoring_s(
+    tmp_path: Path,
+) -> None:
+    # GIVEN a terminal's stderr
+    path = write_trace(tmp_path, "orders.csv", 3 * DAY, calm_then_bursts)
+    args = ["tune", "--trace", str(path), "--candidate", "stock:90", "--workers", "2"]
+    # WHEN tune chooses, then scores the pick from a time on
+    code, _, err = run(*args, "--score-from", SCORE_FROM, "--json", terminal=True)
+    assert code == 0, err
+    # THEN the choosing runs have their bar and the scoring runs one of their own, named
+    # so: no bar seems to start over
+    bars = re.findall(r"\r(tune[^[]*) \[[# ]*\] (\d+)/(\d+) runs", err)
+    named = [(name, int(total)) for name, _, total in bars]
+    choosing, scoring = named[0], named[-1]
+    assert choosing[0] == "tune" and scoring[0] == f"tune, scoring from {SCORE_FROM}"
+    assert [n for n in named if n != choosing] == [scoring] * (len(named) - named.count(choosing))
+    assert f"\rtune [{'#' * 30}] {choosing[1]}/{choosing[1]} runs" in err
+    assert f"\r{scoring[0]} [{'#' * 30}] {scoring[1]}/{scoring[1]} runs" in err
 
 
 def test_under_the_price_rule_the_pick_held_unless_a_stock_setting_did_better_at_it(

@@ -428,11 +428,18 @@ def idle(trace: Trace) -> bool:
     return not any(v > 0 for series in trace.demand.values() for v in series)
 
 
-def idle_reason(days: int, what: str) -> str:
-    """Why a table whose history is `idle` over ``days`` days gets nothing to ``what``."""
+def idle_reason(days: int, what: str, before: str | None = None) -> str:
+    """Why a table whose history is `idle` over ``days`` days (with ``before``, a time given
+    to ``--score-from``: over its minutes before it, those a choice is made on) gets nothing
+    to ``what``."""
+    part = (
+        ""
+        if before is None
+        else f" before --score-from {before}, the minutes the choice is made on"
+    )
     return (
-        f"{IDLE} in {counted(days, 'day')} of CloudWatch history: idle, on-demand without traffic, "
-        f"or its metrics are not readable; nothing to {what}"
+        f"{IDLE} in {counted(days, 'day')} of CloudWatch history{part}: idle, on-demand without "
+        f"traffic, or its metrics are not readable; nothing to {what}"
     )
 
 

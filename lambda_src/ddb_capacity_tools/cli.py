@@ -310,10 +310,12 @@ def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     score_from = _score_from(
         args.score_from, whole, tune_scored.MIN_CHOICE_MINUTES, tune_scored.MIN_SCORED_MINUTES
     )
-    if args.table is not None and advise_module.idle(whole):  # before minutes of simulation
-        days = TUNE_DAYS if args.days is None else args.days
-        raise TraceError(f"--table: {args.table}: {advise_module.idle_reason(days, 'tune')}")
     trace = whole if score_from is None else cut(whole, score_from)  # all the choice sees
+    if args.table is not None and advise_module.idle(trace):  # before minutes of simulation
+        days = TUNE_DAYS if args.days is None else args.days
+        before = None if score_from is None else _iso(whole.time(score_from))
+        why = advise_module.idle_reason(days, "tune", before)
+        raise TraceError(f"--table: {args.table}: {why}")
     settings = settings_of(name, params, trace)
     progress = None if args.quiet else err
     tuning = tune_module.tune(

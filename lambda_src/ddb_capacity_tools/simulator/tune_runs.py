@@ -46,6 +46,7 @@ def place(
     workers: int | None = None,
     score_from: int | None = None,
     progress: TextIO | None = None,
+    command: str = "tune",
 ) -> list[Candidate]:
     """Every policy of ``names`` over ``trace`` under each of ``settings`` (policies in
     ``workers`` processes, default the CPU count), refused units and cost summed over the
@@ -55,10 +56,10 @@ def place(
     on-demand's runs, which run once whether or not they are candidates themselves. A
     pre-warmed candidate (`PREWARM`) runs on a table warmed to the peak of the
     minutes before ``score_from`` (all of them when None) / its target, the one-time
-    charge in its cost. A progress bar on ``progress``, one step per run."""
+    charge in its cost. A progress bar on ``progress``, one step per run, named ``command``."""
     prices = prices or Prices()
     until = score_from or trace.minutes
-    runs = _runs(trace, names, settings, prices, tick, workers, score_from, progress)
+    runs = _runs(trace, names, settings, prices, tick, workers, score_from, progress, command)
     once = {n: _once(n, trace, until, prices, settings[0]) for n in names}
     scored = trace.minutes - (score_from or 0)
     return with_frontier(
@@ -108,30 +109,32 @@ def _runs(
     workers: int | None,
     score_from: int | None,
     progress: TextIO | None,
+    command: str = "tune",
 ) -> list[list[DimensionResult]]:
-    """Per setting, the results of every policy of ``names`` (see `place`)."""
+    """Per setting, the results of every policy of ``names`` (see `place`); the progress
+    bar on ``progress`` named ``command``."""
     warmed, ran, hybrids = _run_plan(names, settings[0].max_capacity)
     scored = {} if score_from is None else {"score_from": score_from}
     streams = [n for n in names if streamed(n) and n not in warmed]
     total, done = len(settings) * (1 + len(warmed) + bool(streams)), 0
     runs = []
     for n, p in enumerate(settings, 1):
-        bar(progress, "tune", done, total, "runs", f"model setting {n} of {len(settings)}")
+        bar(progress, command, done, total, "runs", f"model setting {n} of {len(settings)}")
         results = simulate(
             trace, ran, p, prices, None, tick, None, workers or os.cpu_count() or 1, **scored
         )
         results += _hybrids(hybrids, results, trace, prices, score_from or 0)
         done += 1
         if streams:
-            bar(progress, "tune", done, total, "runs", f"with the stream, setting {n}")
+            bar(progress, command, done, total, "runs", f"with the stream, setting {n}")
             results += _with_stream(streams, trace, p, prices, tick, workers, score_from)
             done += 1
         for name in warmed:
-            bar(progress, "tune", done, total, "runs", f"{name}, setting {n}")
+            bar(progress, command, done, total, "runs", f"{name}, setting {n}")
             results += _prewarmed(name, trace, p, prices, tick, score_from)
             done += 1
         runs.append(results)
-    bar(progress, "tune", total, total, "runs", "")
+    bar(progress, command, total, total, "runs", "")
     return runs
 
 

@@ -114,7 +114,7 @@ class Holdout:
 
     @property
     def since(self) -> str:
-        return f"{self.trace.time(self.score_from):%Y-%m-%dT%H:%M}Z"
+        return _since(self.trace, self.score_from)
 
     def periods(self) -> str:
         """The two periods, in words: chosen on the minutes before, scored from then on."""
@@ -165,7 +165,6 @@ class Holdout:
         v = self.verdict
         return {
             "score_from": self.since,
-            "score_minute": self.score_from,
             "chosen_minutes": self.score_from,
             "scored_minutes": self.minutes,
             "month_hours": MONTH_HOURS,
@@ -177,6 +176,11 @@ class Holdout:
             "instead": None if v.instead is None else v.instead.policy,
             "summary": self.sentence(),
         }
+
+
+def _since(trace: Trace, score_from: int) -> str:
+    """The time minute ``score_from`` of ``trace`` begins, as ``--score-from`` takes it."""
+    return f"{trace.time(score_from):%Y-%m-%dT%H:%M}Z"
 
 
 def score(
@@ -191,10 +195,12 @@ def score(
 ) -> Holdout:
     """``tuning``'s pick (chosen on ``trace``'s minutes before ``score_from``), every stock
     setting and on-demand run over the whole of ``trace`` under ``settings`` and counted
-    from ``score_from`` on (`place`), a month; whether the pick held (`hold`)."""
+    from ``score_from`` on (`place`), a month; whether the pick held (`hold`). Their
+    progress bar on ``progress`` is named as the scoring's, beside the choice's."""
     pick = tuning.recommended.policy
     names = list(dict.fromkeys([pick, *STOCK, ON_DEMAND]))
-    placed = place(trace, names, settings, prices, tick, workers, score_from, progress)
+    command = f"tune, scoring from {_since(trace, score_from)}"
+    placed = place(trace, names, settings, prices, tick, workers, score_from, progress, command)
     factor = MONTH_MINUTES / (trace.minutes - score_from)
     by = {c.policy: scaled(c, factor) for c in placed}
     requested = requested_units(trace, factor, start=score_from)
