@@ -8,7 +8,10 @@ their limits (the table and its target in moto, the hold store in dynalite):
 - a dimension records at most `MAX_HOLDS` holds, and an item of that many at their largest
   fits DynamoDB's 400 KB;
 - the longest hold is accepted, and one second more is refused before anything is read or
-  sent, naming the field, the value and the range."""
+  sent, naming the field, the value and the range;
+- a table lowered between the request's read of it and the record of its hold (the settle
+  step of PROVISION_THEN_SETTLE, which read the hold store before that record) is raised
+  again before the request returns."""
 
 from __future__ import annotations
 
@@ -221,3 +224,43 @@ def test_an_item_of_max_holds_at_their_largest_fits_dynamodb_item_size(world: Wo
     assert len(stored_item.holds) == MAX_HOLDS
     assert len(stored_item.recent) == RECENT_INTENTS
     assert stored_item.plan == "9" * MAX_PLAN_CHARS
+
+
+def lowered_as_the_hold_is_recorded(world: World, name: str, read: int) -> list[int]:
+    """``name``'s read lowered to ``read`` just before the first write of the hold store
+    that records a hold: after the request read the table, as the settle step's UpdateTable
+    lands when it read the store before the record. The hold writes seen."""
+    seen: list[int] = []
+
+    def lower(params: dict[str, Any], **_: Any) -> None:
+        if ":h" not in params.get("ExpressionAttributeValues", {}):
+            return
+        seen.append(1)
+        if len(seen) == 1:
+            world.ddb.update_table(
+                TableName=name,
+                ProvisionedThroughput={"ReadCapacityUnits": read, "WriteCapacityUnits": 5},
+            )
+
+    world.store_ddb.meta.events.register("provide-client-params.dynamodb.UpdateItem", lower)
+    return seen
+
+
+def test_a_table_lowered_while_the_hold_is_recorded_is_raised_again(world: World) -> None:
+    # GIVEN a table created at its high-water mark (read 2,000), auto-scaled from a minimum
+    # of 100, that the settle step lowers to 100: its UpdateTable lands after a capacity
+    # request read the table (2,000: its read needs no raise) and before it records its hold
+    name = world.table("Settling", 2_000, 5, tagged=False)
+    world.target(name, "read", 100, 40_000)
+    seen = lowered_as_the_hold_is_recorded(world, name, 100)
+    # WHEN a worker asks for 400 read units
+    hold = request_capacity(
+        name, read=400, clients=world.clients, store=world.store, poll_seconds=0.1
+    )
+    # THEN the request, reading the table again once its hold is recorded, raises it to the
+    # hold before it returns; its minimum holds it there
+    assert seen, "no hold was recorded"
+    assert hold.levels == {"read": 400}
+    assert world.throughput(name) == (400, 5)
+    assert world.target_min(name, "read") == 400
+    assert [(c["via"], c["from"], c["to"]) for c in hold.changes][-1] == ("update-table", 100, 400)

@@ -39,7 +39,7 @@ from ..core.names import DEFAULT_TABLE_QUOTA
 from ..core.policy import capacity_units
 from ..core.series import window
 from ..core.settings import ScalerConfig
-from ..core.tables import Dimension, ManagedTable, ScalableTarget
+from ..core.tables import Dimension, ManagedTable, ScalableTarget, spec_of, units_of
 from ..events import log_event
 
 TRAFFIC_MINUTES = 5
@@ -110,6 +110,21 @@ def read_table(
         if deadline is None or ctx.clock() >= deadline:
             raise CapacityRequestTimeout(f"table {table}: still busy ({busy})")
         ctx.sleep(ctx.poll_seconds)
+
+
+def still_has(ctx: Context, table: str, index: str | None, dimension: str, level: int) -> bool:
+    """Whether ``table`` (or its GSI ``index``), read again, is ACTIVE with ``dimension`` at
+    ``level`` at least: one DescribeTable, made once a hold is recorded on a table that was
+    read to have its level. A decrease sent between that read and the record (by a writer
+    that read the hold store before it: the settle step of ``PROVISION_THEN_SETTLE``) shows
+    here, as the table being updated or below the level; so does a read that fails. False
+    then: the request looks again, and raises the table where it was lowered."""
+    try:
+        raw = table_calls.describe(ctx.clients.dynamodb, table)
+        status = (raw.get("TableStatus"), spec_of(raw, index).get("IndexStatus", "ACTIVE"))
+        return status == ("ACTIVE", "ACTIVE") and units_of(raw, index)[dimension] >= level
+    except Exception:  # looked at again, through the reads that say what failed
+        return False
 
 
 def current_traffic(

@@ -40,7 +40,7 @@ from ..core.tables import Dimension, ManagedTable
 from ..core.validators import is_whole
 from ..events import log_event
 from .client import BROKER_MAX_WAIT, broker_name, direct_store, invoke_broker, one_way
-from .context import Context, base_of, current_traffic, read_table, set_min
+from .context import Context, base_of, current_traffic, read_table, set_min, still_has
 from .counts import dropped, malformed_dropped
 from .ending import KEPT, check_released, end_holds, release_rows
 from .validate import validate_request
@@ -357,7 +357,9 @@ def _hold(
 ) -> tuple[int, list[dict[str, Any]], Hold]:
     """Record ``new`` and raise its dimension to the level of its active holds, under the
     dimension's lease; then wait until the table is ACTIVE with it. Returns the level, the
-    changes made and the hold as recorded."""
+    changes made and the hold as recorded. The table is read once more after the hold is
+    recorded (`context.still_has`): a decrease sent after the read that found the level,
+    by a writer that read the holds before the record, is raised again."""
     index, dim = new.scope
     done: list[dict[str, Any]] = []
     while True:
@@ -369,7 +371,9 @@ def _hold(
             step = True if managed is None else _raise(ctx, store, lease, managed, new, done)
         if not isinstance(step, bool):
             want, recorded = step
-            return want, done, recorded
+            if still_has(ctx, table, index, dim, want):
+                return want, done, recorded
+            step = True  # lowered, or being updated, since it was read: as below
         # Another update in flight: wait a poll interval. Then wait until ACTIVE, and look
         # again (a hold recorded meanwhile by another requester is added too).
         if step:
