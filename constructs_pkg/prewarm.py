@@ -240,8 +240,9 @@ class _SettleProvider(Construct):
 
 
 def _grant_reads(policy: iam.ManagedPolicy) -> None:
-    """``is_complete``'s reads of a live table: its traffic and its scalable targets'
-    minimums now; on an Update, they bound how far the table is lowered."""
+    """``is_complete``'s reads: a live table's traffic (on an Update) and a table's scalable
+    targets' minimums now (on a Create and an Update, and again once it lowered): they bound
+    how far the table is lowered."""
     policy.add_statements(
         iam.PolicyStatement(
             sid="ReadTraffic", actions=["cloudwatch:GetMetricData"], resources=["*"]
@@ -252,8 +253,8 @@ def _grant_reads(policy: iam.ManagedPolicy) -> None:
         policy,
         "AwsSolutions-IAM5[Resource::*]",
         "GetMetricData and DescribeScalableTargets have no resource-level permissions; they "
-        "only read (a live table's consumed capacity and its scalable targets' minimums, "
-        "before the settle step lowers it).",
+        "only read (a live table's consumed capacity and a table's scalable targets' "
+        "minimums, before the settle step lowers it and after).",
     )
 
 
@@ -261,8 +262,8 @@ def _settle_left_alarm(
     provider: Construct, function: lambda_.Function
 ) -> Mapping[str, cloudwatch.Alarm]:
     """``SettleLeft``: the settle function (``function``) left a dimension at its high-water
-    mark (its ``SettleLeft`` count, for the function, in 5 minutes), notifying the stack's
-    shared alarm topic: the step is the stack's, so is its topic."""
+    mark, or put one back there (its ``SettleLeft`` count, for the function, in 5 minutes),
+    notifying the stack's shared alarm topic: the step is the stack's, so is its topic."""
     alarm_set = AlarmSet(
         provider,
         f"the settle step {provider.node.path}",
@@ -278,7 +279,8 @@ def _settle_left_alarm(
             says(
                 "The settle step of PROVISION_THEN_SETTLE left a dimension at its high-water "
                 "mark: what bounds its lowering (its traffic, its minimum now, its capacity "
-                "holds) could not be read, so it was not lowered; the deploy went on"
+                "holds) could not be read, so it was not lowered, or rose while it was being "
+                "lowered, so it was put back; the deploy went on"
             ),
             look=(
                 "the settle-left warnings (table, index, dimension, reason, consequence) in "

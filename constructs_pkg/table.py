@@ -84,11 +84,11 @@ _SETTLE_DEFAULTS = {
         256,
         Duration.minutes(1),
         shortest=Duration.seconds(60),
-        why="each call of the settle step makes one DescribeTable, at most one UpdateTable and, "
-        "on an Update, one GetMetricData and one DescribeScalableTargets, and for a table a "
-        "CapacityRequests serves up to 2 pages of its hold store's Query (48 s at most "
-        "together; the provider waits between calls): at least 1 minute, and Lambda's longest "
-        "is 15 minutes",
+        why="each call of the settle step makes one DescribeTable, at most one UpdateTable, one "
+        "GetMetricData (an Update), one DescribeScalableTargets, for a table a CapacityRequests "
+        "serves up to 2 pages of its hold store's Query (48 s at most together; read again after "
+        "it lowers only in the time left; the provider waits between calls): at least 1 minute, "
+        "and Lambda's longest is 15 minutes",
     )
 }
 """The settle functions' defaults and the timeouts they allow (``function_options["Settle"]`` of a

@@ -111,7 +111,12 @@ def test_catalog_is_created_at_its_mark_then_settled(deployed: Path, aws_client:
     # WHEN the settle step runs against the deployed table, as its provider calls it
     event = cfn_event("Create", json.loads(json.dumps(properties)))
     started = on_event(event, None)
-    done = is_complete({**event, **started}, None, dynamodb=aws_client("dynamodb"))
+    done = is_complete(
+        {**event, **started},
+        None,
+        dynamodb=aws_client("dynamodb"),
+        autoscaling=aws_client("application-autoscaling"),
+    )
     # THEN it is done at once (the table is ACTIVE) and the catalog is at its operating minimum
     assert done == {"IsComplete": True, "Data": {"Settled": "true"}}
     assert throughput(describe(aws_client, "SettledCatalog")) == (25, 10)

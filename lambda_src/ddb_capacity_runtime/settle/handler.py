@@ -14,38 +14,47 @@ It is idempotent by construction: a dimension is lowered only where CloudFormati
 provably provisioned it at its high-water mark in this deploy (a table created, a mark
 changed: `settle_plan.to_settle`), and only while its provisioned capacity
 still equals that mark. Once it has been settled, or auto scaling has moved it (up for
-traffic, or down), it is left alone; a table at its mark that this deploy did not provision
-(auto scaling or a schedule holds it there at a peak, and an Update changes some other
-property) is never cut. A retried or repeated event spends no second decrease.
+traffic, or down), it is not lowered again; a table at its mark that this deploy did not
+provision (auto scaling or a schedule holds it there at a peak, and an Update changes some
+other property) is never cut. A retried or repeated event spends no second decrease.
 
 An Update's table is live: an auto-scaled dimension whose mark changed is lowered no
-further than what its traffic of the last minutes needs at its target utilization, nor below
-its scalable target's MinCapacity now (a capacity request's hold or a scheduled action may
-have raised it: `minimums.live_minimums`), and not at all where either is unknown
-(`traffic.traffic_needs`; ``settle-left``), for auto scaling to lower. A new table (a
-Create) has no traffic, and settles to its operating capacity. A step whose properties name
-the hold store of the ``CapacityRequests`` serving the table (``HoldStore``) lowers no
-dimension below its active holds where no minimum says them (a fixed capacity, and every
-dimension of a Create: `live_holds.held_levels`), and none whose holds are unknown (a
-read of them that meets an error that may pass, a throttle or a denial while IAM applies the
-step's grant, is tried again at the next call for `PERMISSION_WAIT_S` first). Every
-dimension left at its mark is logged (``settle-left``: auto scaling lowers an auto-scaled
-one; a fixed one stays there until someone lowers it) and counted once (`SETTLE_LEFT`),
-which the step's alarm watches.
+further than what its traffic of the last minutes needs at its target utilization, and not
+at all where that is unknown (`traffic.traffic_needs`; ``settle-left``), for auto scaling to
+lower. A new table (a Create) has no traffic, and settles to its operating capacity. On both,
+an auto-scaled dimension goes no lower than its scalable target's MinCapacity now (a capacity
+request's hold, a scheduled action or the scaler may have raised it:
+`minimums.live_minimums`), and not at all where that is unknown (a new table's target not
+registered yet has none). A step whose properties name the hold store of the
+``CapacityRequests`` serving the table (``HoldStore``) lowers no dimension below its active
+holds where no minimum says them (a fixed capacity, and every dimension of a Create:
+`live_holds.held_levels`), and none whose holds are unknown (a read of them that meets an
+error that may pass, a throttle or a denial while IAM applies the step's grant, is tried
+again at the next call for `PERMISSION_WAIT_S` first).
 
-Layers: `plan.plan_settle` is pure; `settle_table` talks to DynamoDB through a
-client passed in; `on_event` and `is_complete` are the thin entry points (the provider
-answers CloudFormation).
+What it read may change before its UpdateTable lands: a capacity request records a hold on
+a table it found at its mark, and raises nothing. So once it has lowered, the step reads the
+floors of what it lowered again (`floors.read_floors`); a dimension whose floor rose above the
+level it was lowered to, or can no longer be read, is put back at its mark (or that floor,
+if higher) at the next call, once the table is ACTIVE again (`_raise_back`). Every
+dimension left at its mark, or put back there, is logged (``settle-left``: auto scaling
+lowers an auto-scaled one; a fixed one stays there until someone lowers it) and counted
+once (`SETTLE_LEFT`), which the step's alarm watches.
+
+Layers: `settle_plan.plan_settle` and `floors.risen` are pure; `settle_table` talks to
+DynamoDB through a client passed in; `on_event` and `is_complete` are the thin entry points
+(the provider answers CloudFormation).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+import math
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
@@ -60,11 +69,11 @@ from ..aws.clients import (
 from ..aws.error_codes import error_code
 from ..core.errors import HoldsUnread, shown, shown_text, with_notes
 from ..core.errors import SettleError as SettleError
-from ..core.names import METRICS_NAMESPACE, is_table_name
+from ..core.names import METRICS_NAMESPACE, is_table_name, scope_label
+from ..core.tables import units_of
 from ..core.validators import whole_text
 from ..events import LAMBDA_ENV, count_in_lambda, log_event
-from .live_holds import held_levels
-from .minimums import live_minimums
+from .floors import Readers, When, read_floors, risen, why_risen
 from .settle_plan import (
     PERMISSION_WAIT_S,
     PROVISIONED_WITHIN_S,
@@ -75,9 +84,11 @@ from .settle_plan import (
     at_mark,
     parse_targets,
     plan_settle,
+    settle_levels,
     to_settle,
+    update_request,
 )
-from .traffic import REASON_CHARS, Needs, traffic_needs
+from .traffic import REASON_CHARS, Dim, Needs
 
 if TYPE_CHECKING:
     from mypy_boto3_application_autoscaling import ApplicationAutoScalingClient
@@ -243,7 +254,7 @@ def is_complete(
                 targets,
                 settle_by,
                 (dynamodb, cloudwatch, autoscaling, holds),
-                clock,
+                (clock, _time_left(context)),
             )
         except ClientError as exc:
             status = _waited_out(exc, clock() - (settle_by - SETTLE_WAIT_S))
@@ -300,94 +311,151 @@ def _settle_when_active(
     targets: list[SettleTarget],
     settle_by: int,
     clients: Clients,
-    clock: Callable[[], float],
+    timing: tuple[Callable[[], float], Callable[[], float]],
 ) -> bool | str:
     """Whether the table (``table``: its name and its hold store's, if any) was settled (an
-    UpdateTable sent) once it and its GSIs are ACTIVE; its status while they are not. On an
-    Update of the same table (a live one), the traffic and the minimums now of the
-    dimensions to lower are read first (`_live_needs`); with a hold store, the holds of
-    those no minimum bounds (`_held`): a read of them that meets an error that may pass,
-    within `PERMISSION_WAIT_S` of the step's first call, answers a status to wait on (read
-    again at the next call). Each dimension left at its mark is logged and counted once the
-    step is done (`_left`), so a call answered to wait counts none."""
-    name, store = table
+    UpdateTable sent) once it and its GSIs are ACTIVE; its status while they are not, or
+    while the step waits. What bounds the lowering of the dimensions this deploy provisioned
+    still at their mark, and the floors of those below it, are read in one pass
+    (`floors.read_floors`: a hold read that meets an error that may pass, within
+    `PERMISSION_WAIT_S` of the step's first call, answers a status to wait on, read again at
+    the next call). A dimension below its mark whose floor rose above its capacity (or
+    cannot be read) is put back, and that call lowers nothing (`_raise_back`). Else those at
+    their mark are lowered, each one left there is logged and counted (`_left`, once the
+    UpdateTable went through: a call answered to wait counts none), and the floors of those
+    lowered are read again (`_checked`). ``timing``: the clock, and the seconds left of the
+    function's call (a read again that could outlast it is left to the next call)."""
+    name, clock, time_left = table[0], *timing
     dynamodb = clients[0] or dynamodb_client()
     description = table_calls.describe(dynamodb, name)
     if not _is_active(description):
         return str(description["TableStatus"])
     since = settle_by - SETTLE_WAIT_S - PROVISIONED_WITHIN_S
     previous = _previous(event, name, targets)
-    chosen = at_mark(description, to_settle(description, targets, previous, since))
-    needs = Needs()
-    if previous is not None:  # an Update of the same table: it is live
-        cloudwatch, autoscaling = clients[1], clients[2]
-        needs = _live_needs(
-            (
-                lambda: cloudwatch or settle_cloudwatch_client(),
-                lambda: autoscaling or settle_autoscaling_client(),
-            ),
-            name,
-            chosen,
-            clock(),
-        )
-    if store is not None:
-        reader = clients[3]
-        now = clock()
-        patient = now - (settle_by - SETTLE_WAIT_S) < PERMISSION_WAIT_S
-        try:
-            _held(
-                lambda: reader or settle_store_client(),
-                (name, store),
-                chosen,
-                needs,
-                (now, patient),
-            )
-        except HoldsUnread as exc:  # read again at the next call
-            return f"capacity holds not read yet ({shown_text(str(exc), REASON_CHARS)})"
+    provisioned = to_settle(description, targets, previous, since)
+    capacity = {t.key: units_of(description, t.index)[t.dimension] for t in provisioned}
+    below = [t for t in provisioned if capacity[t.key] < t.high_water_mark]
+    chosen = at_mark(description, provisioned)
+    readers = _readers(clients, table, new=previous is None)
+    now = clock()
+    when = (now, now - (settle_by - SETTLE_WAIT_S) < PERMISSION_WAIT_S)
+    try:
+        needs, floors = read_floors(readers, chosen, below, when)
+    except HoldsUnread as exc:  # read again at the next call
+        return f"capacity holds not read yet ({shown_text(str(exc), REASON_CHARS)})"
+    back = _raise_back(dynamodb, description, (below, capacity), floors)
+    if back:  # this call lowers nothing more: what is at its mark stays there
+        left = {t.key: needs.left.get(t.key, NOT_LOWERED) for t in chosen}
+        _left(name, [*below, *chosen], Needs(left={**back, **left}), clock())
+        return True
     lowered = [t for t in chosen if t.key not in needs.left]
+    levels = settle_levels(description, lowered, needs.lowest)
     settled = settle_table(dynamodb, description, lowered, needs) is not None
     _left(name, chosen, needs, clock())  # once the step is done: counted once
-    return settled
+    if not settled:
+        return False
+    if time_left() < readers.bound(traffic=False) + ANSWER_S:
+        return READ_AGAIN_NEXT_CALL
+    return _checked(readers, [t for t in lowered if t.key in levels], levels, (clock(), when[1]))
 
 
-def _live_needs(
-    clients: tuple[Callable[[], CloudWatchClient], Callable[[], ApplicationAutoScalingClient]],
-    name: str,
-    targets: list[SettleTarget],
-    now: float,
-) -> Needs:
-    """What the traffic of the live table ``name`` needs of the ``targets`` to lower
-    (`traffic.traffic_needs`), then the minimums now of those whose need is known
-    (`minimums.live_minimums`, made by the second of ``clients``); each dimension whose
-    need or minimum is unknown is ``left``."""
-    needs = traffic_needs(clients[0], name, targets, datetime.fromtimestamp(now, UTC))
-    minimums = live_minimums(clients[1], name, [t for t in targets if t.key not in needs.left])
-    needs.minimums.update(minimums.held)
-    needs.left.update(minimums.left)
-    return needs
+ANSWER_S = 2.0
+"""What a call keeps after its last read, for its answer."""
+READ_AGAIN_NEXT_CALL = (
+    "lowered: the floors of what was lowered are read again at the next call, once the table "
+    "is ACTIVE again (too little of this call's time is left)"
+)
+"""The status of a call that lowered and has no time left to read the floors again: the next
+call reads them (`_raise_back`)."""
 
 
-def _held(
-    client: Callable[[], DynamoDBClient],
-    table: tuple[str, str],
-    targets: list[SettleTarget],
-    needs: Needs,
-    when: tuple[float, bool],
-) -> None:
-    """The active holds' level (`live_holds.held_levels`, from the hold store ``table[1]``) in
-    ``needs`` for each of ``targets`` no minimum now bounds and not left yet: a fixed
-    capacity, and on a Create (no minimum read) every dimension; those whose holds are
-    unknown are ``left``. ``when``: the time now, and whether the step still waits for
-    an error that may pass (`HoldsUnread`: within `PERMISSION_WAIT_S` of its first call)."""
-    read = [
-        t
-        for t in targets
-        if t.key not in needs.left and (t.target_utilization is None or t.key not in needs.floors)
-    ]
-    now = datetime.fromtimestamp(when[0], UTC)
-    found = held_levels(client, table[1], table[0], read, now, patient=when[1])
-    needs.held.update(found.held)
-    needs.left.update(found.left)
+def _time_left(context: Any) -> Callable[[], float]:
+    """The seconds left of the function's call, by Lambda's ``context``; without one (called
+    outside Lambda), no end."""
+    remaining = getattr(context, "get_remaining_time_in_millis", None)
+    if not callable(remaining):
+        return lambda: math.inf
+    return lambda: float(remaining()) / 1000
+
+
+def _readers(clients: Clients, table: tuple[str, str | None], *, new: bool) -> Readers:
+    """The readers of ``table``'s floors (its name and its hold store's), through the clients
+    given or the function's own; ``new``: a Create."""
+    cloudwatch, autoscaling, holds = clients[1], clients[2], clients[3]
+    return Readers(  # each client made once a call, on first use
+        table[0],
+        table[1],
+        new,
+        functools.cache(lambda: cloudwatch or settle_cloudwatch_client()),
+        functools.cache(lambda: autoscaling or settle_autoscaling_client()),
+        functools.cache(lambda: holds or settle_store_client()),
+    )
+
+
+RAISE_BACK_NEXT_CALL = (
+    "lowered, but a floor of {dimensions} rose above what it was lowered to, or could not be "
+    "read again: put back at its mark once the table is ACTIVE again (DynamoDB takes no "
+    "UpdateTable while it is UPDATING)"
+)
+"""The status a call that lowered answers when the floors it read again say to put a dimension
+back (`_checked`): the next call does (`_raise_back`)."""
+
+
+def _checked(
+    readers: Readers, lowered: list[SettleTarget], levels: Mapping[Dim, int], when: When
+) -> bool | str:
+    """True once the floors of the ``lowered`` dimensions, read again after their
+    UpdateTable (`floors.read_floors`), are all at or below the ``levels`` they were lowered
+    to; else (one rose, or cannot be read: `floors.risen`) a status to wait on, logged
+    (``settle-floor-risen``): the next call puts it back (`_raise_back`), once the table
+    is ACTIVE again."""
+    try:
+        floors = read_floors(readers, (), lowered, when)[1]
+    except HoldsUnread as exc:  # a read that may pass: the next call reads again
+        floors = Needs(left={t.key: shown_text(str(exc), REASON_CHARS) for t in lowered})
+    back = risen(levels, lowered, floors)
+    if not back:
+        return True
+    for t in (t for t in lowered if t.key in back):
+        log_event(
+            "settle-floor-risen",
+            level=logging.WARNING,
+            table=readers.table,
+            index=t.index,
+            dimension=t.dimension,
+            reason=why_risen(t, levels[t.key], floors),
+        )
+    named = ", ".join(f"{scope_label(i)} {d}" for i, d in back)
+    return RAISE_BACK_NEXT_CALL.format(dimensions=named)
+
+
+def _raise_back(
+    dynamodb: DynamoDBClient,
+    description: Mapping[str, Any],
+    below: tuple[list[SettleTarget], Mapping[Dim, int]],
+    floors: Needs,
+) -> dict[Dim, str]:
+    """Put back each dimension this deploy provisioned that is below its mark (``below``:
+    those dimensions, and the capacity of each; the step lowered it, or auto scaling did)
+    whose floor now (``floors``) is above its capacity or cannot be read (`floors.risen`):
+    to its mark, or its floor where that is higher, all in one UpdateTable. Returns why each
+    was put back (none: nothing sent); the caller logs and counts them as left at their
+    mark, and lowers nothing in that call: it is the step's last."""
+    targets, capacity = below
+    back = risen(capacity, targets, floors)
+    update = update_request(description, back)
+    if update is None:
+        return {}
+    log_event("settle-raise-back", table=description["TableName"], update=update)
+    table_calls.update(dynamodb, update)
+    return {t.key: why_risen(t, capacity[t.key], floors) for t in targets if t.key in back}
+
+
+NOT_LOWERED = (
+    "not lowered: the same call put another dimension of the deploy back at its mark, and "
+    "lowers nothing (the step's last)"
+)
+"""Why a dimension at its mark stays there in a call that puts another one back."""
 
 
 LEFT_FOR_AUTO_SCALING = "left at its high-water mark: auto scaling lowers it"

@@ -5,13 +5,15 @@ the ``CapacityRequests`` that serves the table (the step's ``HoldStore`` propert
 
 A capacity request's hold raises a dimension for a batch job: its scalable target's
 MinCapacity where it has one, else its provisioned capacity itself (an UpdateTable). The step
-reads an auto-scaled dimension's MinCapacity on an Update (`minimums.live_minimums`); but a
-dimension with no scalable target (a fixed capacity) has no minimum to read, and a new table's
-(a Create) is read nothing at all. So those are lowered no further than the level of their
-active holds (`core.holds.level`, the one rule every component follows); where the holds are
-not known (the store could not be read, or holds a hold no component could have written),
-the dimension is not lowered at all: it stays at its mark. Unknown data never lowers capacity,
-and never fails the deploy either.
+reads an auto-scaled dimension's MinCapacity (`minimums.live_minimums`); but a dimension with
+no scalable target (a fixed capacity) has no minimum to read, and a new table's (a Create)
+may have its holds before its scalable targets are registered. So those are lowered no
+further than the level of their active holds (`core.holds.level`, the one rule every
+component follows); where the holds are not known (the store could not be read, or holds a
+hold no component could have written), the dimension is not lowered at all: it stays at its
+mark. Once the step has lowered, it reads the holds of what it lowered again
+(`floors.read_floors`). Unknown data never lowers capacity, and never fails the deploy
+either.
 
 An error that may pass (`passing`: a throttle, a server's error or timeout, or a denial
 while IAM applies the ``ReadHolds`` statement the same deploy added) is no reason to leave a

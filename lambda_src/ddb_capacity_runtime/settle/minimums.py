@@ -1,16 +1,21 @@
 """Runs in: settle Lambda.
 
-The live minimum of each auto-scaled dimension a live table's settle step would lower, read
-before it lowers it on an Update.
+The minimum now of each auto-scaled dimension a settle step would lower, read before it
+lowers it (on a Create and on an Update alike), and again once it has lowered it.
 
 The template's minimum is not the only one: a capacity request's hold raises a dimension's
-scalable target's MinCapacity for a batch job, and so does a scheduled action. Auto scaling
-only acts on that minimum at its next scaling activity, so a settle below it would throttle
-the job until then. So each auto-scaled dimension (a target with a ``TargetUtilization``) is
-lowered no further than its scalable target's MinCapacity now; where that minimum is not
-known (the read failed, no target is listed, or its MinCapacity is not a whole number of
-units DynamoDB takes), the dimension is not lowered at all: it stays at its mark, for auto
-scaling to lower. Unknown data never lowers capacity, and never fails the deploy either.
+scalable target's MinCapacity for a batch job, and so does a scheduled action (or the scaler,
+or a ``CapacityRequests`` of another stack, on a table new or not). Auto scaling only acts on
+that minimum at its next scaling activity, so a settle below it would throttle the job until
+then. So each auto-scaled dimension (a target with a ``TargetUtilization``) is lowered no
+further than its scalable target's MinCapacity now; where that minimum is not known (the read
+failed, or its MinCapacity is not a whole number of units DynamoDB takes), the dimension is
+not lowered at all: it stays at its mark, for auto scaling to lower. A live table's target
+that is not listed is not known either; but a new table's (a Create's) may not be registered
+yet, since CloudFormation registers it beside the step: it has no minimum (once registered,
+Application Auto Scaling brings the table within its range itself). The read is retried as
+the settle function's client retries (a throttle, a server's error). Unknown data never
+lowers capacity, and never fails the deploy either.
 """
 
 from __future__ import annotations
@@ -43,12 +48,16 @@ def live_minimums(
     autoscaling: Callable[[], ApplicationAutoScalingClient],
     table: str,
     targets: Sequence[SettleTarget],
+    *,
+    new_table: bool = False,
 ) -> Minimums:
     """The MinCapacity now of the scalable target of each auto-scaled ``targets`` of
     ``table`` (those with a target utilization; the others have none, and are not read),
     from one DescribeScalableTargets listing of the table's and its GSIs' resources
     (``autoscaling`` makes the client). Never raises: a read that fails leaves every
-    dimension it read at its mark."""
+    dimension it read at its mark. A target not listed leaves its dimension at its mark
+    too, but that of a ``new_table`` (a Create's, maybe not registered yet) has no
+    minimum."""
     read = [t for t in targets if t.target_utilization is not None]
     if not read:
         return Minimums()
@@ -67,6 +76,8 @@ def live_minimums(
         minimum = whole_units(target.min_capacity) if target is not None else None
         if minimum is not None:
             found.held[t.key] = minimum
+        elif target is None and new_table:
+            continue  # not registered yet: no minimum holds it
         elif target is None:
             found.left[t.key] = (
                 f"Application Auto Scaling lists no scalable target of {key[0]} ({key[1]}): "

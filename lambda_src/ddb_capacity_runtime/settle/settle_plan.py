@@ -7,8 +7,10 @@ mark in this deploy (`to_settle`: a table created, or a mark changed since the l
 and while its capacity still equals that mark, so a retried or repeated event spends no
 second decrease, and a table that auto scaling or a schedule holds at its mark is never
 cut. On a live table (an Update), an auto-scaled dimension is lowered no further than what
-its recent traffic needs at its target utilization (`need_of`), nor below its scalable
-target's MinCapacity now (the floors `plan_settle` is given).
+its recent traffic needs at its target utilization (`need_of`); on a Create and an Update,
+no dimension below its scalable target's MinCapacity now nor its holds (the floors
+`plan_settle` is given). `update_request` makes one UpdateTable of any levels: the settle's,
+or those a dimension is put back to.
 """
 
 from __future__ import annotations
@@ -34,8 +36,9 @@ import among them, is not settled, and stays at its marks)."""
 SETTLE_LEFT = "SettleLeft"
 """The settle function's count of the dimensions it left at their high-water mark for want of
 what bounds their lowering (their traffic, their minimum now or their holds: ``settle-left``),
-per table (dimension ``TableName``) and for the stack's settle step (`SETTLE_FUNCTION_DIMENSION`),
-which the step's alarm watches."""
+or put back there when that rose while it lowered them (or could not be read again), per table
+(dimension ``TableName``) and for the stack's settle step (`SETTLE_FUNCTION_DIMENSION`), which
+the step's alarm watches."""
 SETTLE_FUNCTION_DIMENSION = "SettleFunction"
 """The dimension of the settle step's counts that are not per table: the name of the settle
 function that sends them, one a stack (the step has no state store to name its deployment)."""
@@ -166,25 +169,45 @@ def need_of(target: SettleTarget, peak: float) -> int:
     return max(1, capacity_units(peak / (target.target_utilization / 100)))
 
 
+def settle_levels(
+    description: Mapping[str, Any],
+    targets: Sequence[SettleTarget],
+    floors: Mapping[tuple[str | None, str], int] | None = None,
+) -> dict[tuple[str | None, str], int]:
+    """The level each of ``targets`` is lowered to (by index and dimension): only those
+    still at their high-water mark, and whose mark is above their operating capacity
+    (`at_mark`), each to its operating capacity, or to its floor in ``floors`` (what a live
+    dimension's traffic needs, its minimum now, its holds' level) where that is higher; a
+    floor at or above the mark leaves the dimension at its mark (it is not here)."""
+    levels: dict[tuple[str | None, str], int] = {}
+    for t in at_mark(description, targets):
+        lowered = max(t.operating, (floors or {}).get(t.key, t.operating))
+        if lowered < t.high_water_mark:
+            levels[t.key] = lowered
+    return levels
+
+
 def plan_settle(
     description: Mapping[str, Any],
     targets: list[SettleTarget],
     floors: Mapping[tuple[str | None, str], int] | None = None,
 ) -> dict[str, Any] | None:
-    """The UpdateTable arguments that settle ``targets``, or None when nothing is left.
+    """The UpdateTable arguments that settle ``targets`` (`settle_levels`), or None when
+    nothing is left to lower. ``description`` is DescribeTable's ``Table``."""
+    return update_request(description, settle_levels(description, targets, floors))
 
-    ``description`` is DescribeTable's ``Table``. Only dimensions still at their
-    high-water mark, and whose mark is above the operating capacity, are lowered (`at_mark`):
-    to their operating capacity, or to their floor in ``floors`` (by index and dimension:
-    what a live dimension's traffic needs, or its minimum now) where that is higher; a
-    floor at or above the mark leaves the dimension at its mark. Every other dimension of a
-    touched table or GSI is sent unchanged (UpdateTable needs both).
-    """
+
+def update_request(
+    description: Mapping[str, Any], levels: Mapping[tuple[str | None, str], int]
+) -> dict[str, Any] | None:
+    """The UpdateTable arguments that set each dimension of ``levels`` (by index and
+    dimension) to its units, in one call that carries the table and every GSI together
+    (None when ``levels`` is empty). Every other dimension of a touched table or GSI is
+    sent unchanged (UpdateTable needs both), as ``description`` (DescribeTable's ``Table``)
+    has it."""
     wanted: dict[str | None, dict[str, int]] = {}
-    for t in at_mark(description, targets):
-        lowered = max(t.operating, (floors or {}).get(t.key, t.operating))
-        if lowered < t.high_water_mark:
-            wanted.setdefault(t.index, {})[t.dimension] = lowered
+    for (index, dimension), units in levels.items():
+        wanted.setdefault(index, {})[dimension] = units
     if not wanted:
         return None
 

@@ -62,7 +62,7 @@ class Needs:
         """How low each dimension not ``left`` may be lowered: what its traffic needs, its
         minimum now, or its holds' level, whichever is highest (the floors
         `settle_plan.plan_settle` takes); a dimension with none of them is not here."""
-        keys = [*self.floors, *(k for k in self.held if k not in self.floors)]
+        keys = dict.fromkeys([*self.floors, *self.minimums, *self.held])
         return {
             key: max(self.floors.get(key, 0), self.minimums.get(key, 0), self.held.get(key, 0))
             for key in keys
