@@ -15,8 +15,9 @@ take hours), a state store table and the batch queue (SQS, in the same server). 
 It prints each batch's duration against the 2-minute tick interval (the goal: every batch
 done within it), when the last one was done, the AWS calls by operation, moto's rate, the
 tick's per-minute GetMetricData calls against the fewest possible (its metric queries /
-500; the autopilot's hourly history reads are counted apart), and what the engine costs a
-month at 1,000, 10,000 and 50,000 tables, from the batch durations measured here.
+500; the autopilot's hourly history reads and the delivery witness's reads are counted
+apart), and what the engine costs a month at 1,000, 10,000 and 50,000 tables, from the
+batch durations measured here.
 
 Each batch's clock starts at the tick's time when the batch starts, as if the engine had
 started every batch at the tick: a batch this machine starts late is still run and
@@ -94,6 +95,15 @@ def _minutes(params: dict[str, Any]) -> int:
     return int(all(q["MetricStat"]["Period"] == 60 and q["Id"][0] in "ct" for q in queries))
 
 
+def _witness(params: dict[str, Any]) -> int:
+    """1 for a GetMetricData call of the delivery witness (provisioned capacity), read for
+    the dimensions a tick is about to lower on minutes without a datapoint."""
+    queries = params.get("MetricDataQueries", [])
+    return int(
+        all(q["MetricStat"]["Metric"]["MetricName"].startswith("Provisioned") for q in queries)
+    )
+
+
 def run_batches(
     endpoint: str,
     config: ScalerConfig,
@@ -115,6 +125,10 @@ def run_batches(
         c.cloudwatch.meta.events.register(
             "before-parameter-build.monitoring.GetMetricData",
             lambda params, seen=mine, **_: seen.update(["minute reads"] * _minutes(params)),
+        )
+        c.cloudwatch.meta.events.register(
+            "before-parameter-build.monitoring.GetMetricData",
+            lambda params, seen=mine, **_: seen.update(["witness reads"] * _witness(params)),
         )
         begun = time.perf_counter()
         start = begun - t0
@@ -172,13 +186,15 @@ def report(
     )
     fewest = math.ceil(dimensions * 2 / 500)
     made, most = calls.pop("minute reads"), calls.pop("GetMetricData per batch")
+    witness = calls.pop("witness reads", 0)
     per_batch = math.ceil(args.tables_per_batch * 6 * 2 / 500)
     verdict = "PASS" if made <= fewest and most <= per_batch else "MISS"
     print(
         f"GetMetricData calls of the tick's minutes: {made} in all (the fewest: "
         f"{dimensions * 2:,} queries / 500 = {fewest}), at most {most} a batch (its "
         f"{args.tables_per_batch * 12:,} queries / 500 = {per_batch}): {verdict}; the "
-        f"autopilot's hourly history reads: {calls['GetMetricData'] - made}"
+        f"autopilot's hourly history reads: {calls['GetMetricData'] - made - witness}; the "
+        f"delivery witness's reads (decreases on minutes without a datapoint): {witness}"
     )
     print("\nAWS calls of the batches by operation:")
     for op, n in sorted(calls.items()):

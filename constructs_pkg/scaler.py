@@ -122,6 +122,7 @@ ALARM_IDS = (
     "BadTargets",
     "RefusedTags",
     "IgnoredTags",
+    "MetricsStalled",
     "HoldsDropped",
     "TargetNotOwned",
     "PlansNotKept",

@@ -2,7 +2,8 @@
 
 The alarms of [`ThrottleAwareScaler`][]: its function's, its sharded batches', what its
 ticks find (targets it holds, tags it refuses, tables pinned at their max, UPDATING or
-whose raises cannot be sent, the autopilot's plans not kept), and
+whose raises cannot be sent, decreases held because a table's metrics were not delivered,
+the autopilot's plans not kept), and
 each managed table's sustained throttling and hot keys. They are made in the scope of the
 scaler (their construct ids, and so the template, are the scaler's own).
 """
@@ -84,6 +85,19 @@ FINDINGS: dict[str, tuple[str, str, str, str, str]] = {
         "the target-not-owned warnings (dimension, reason)",
         "give the dimension a target-tracking policy on DynamoDB's predefined utilization "
         "metric, or leave the table out of own_target",
+    ),
+    "MetricsStalled": (
+        "MetricsStalled",
+        "decreases held, metrics not delivered, worst table",
+        "A managed table was about to be lowered on minutes without a datapoint, but "
+        "CloudWatch has delivered none of its provisioned capacity (published every 5 "
+        "minutes, traffic or not) for 20 minutes: its metrics may have stopped arriving, so "
+        "those minutes are unknown, not idle, and the decrease was held; nor would a "
+        "throttle of it be seen",
+        "the metrics-stalled warnings (index, dimension, witness: its newest datapoint)",
+        "check the table's metrics in CloudWatch (ConsumedReadCapacityUnits, "
+        "ProvisionedReadCapacityUnits) and the AWS Health Dashboard; nothing to undo: the "
+        "scaler lowers it once they arrive again",
     ),
     "PlansNotKept": (
         "PlansNotKept",
@@ -262,9 +276,10 @@ class ScalerAlarms:
         )
 
     def _tick_findings(self) -> None:
-        """A tick found a target it holds, a tag it does not obey or ignores, or (with
-        ``own_target``) a target value it cannot own."""
-        for alarm_id in ("BadTargets", "RefusedTags", "IgnoredTags"):
+        """A tick found a target it holds, a tag it does not obey or ignores, a decrease it
+        held because the table's metrics were not delivered, or (with ``own_target``) a
+        target value it cannot own."""
+        for alarm_id in ("BadTargets", "RefusedTags", "IgnoredTags", "MetricsStalled"):
             self._finding(alarm_id)
         if self._owner._own_target:
             self._finding("TargetNotOwned")

@@ -1,7 +1,7 @@
-"""Deploy the throttle-aware example to a local moto server, write traffic into its
-CloudWatch, run one scaler tick in-process with the deployed function's environment and
-its deployed state store, and print the decisions (``make demo``). The server is stopped at
-the end."""
+"""Deploy the throttle-aware example to a local moto server, write traffic (and each
+table's provisioned capacity) into its CloudWatch, run one scaler tick in-process with the
+deployed function's environment and its deployed state store, and print the decisions
+(``make demo``). The server is stopped at the end."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from ddb_capacity_tools.local_aws import (
     moto_server,
     physical_ids,
     put_traffic,
+    put_witness,
     register_skipped_targets,
 )
 
@@ -52,6 +53,11 @@ def tick_against_deployment(
     put_traffic(cw, tables["Clicks"], "write", 0, throttles=3_000, end=end, minutes=range(1, 3))
     # Accounts: busy and throttled too, but not the scaler's: stock target tracking only
     put_traffic(cw, tables["Accounts"], "read", 5, throttles=600, end=end, minutes=range(1, 3))
+    # each table's provisioned capacity, as DynamoDB publishes it every 5 minutes whatever the
+    # traffic: the delivery witness a tick reads before lowering on minutes without a datapoint
+    for name in tables.values():
+        put_witness(cw, name, end=now)
+    put_witness(cw, tables["Feed"], end=now, index="byTopic")
     summary, lines = tick_once(endpoint, env, now, f"{STACK}-local-state")
     return {"summary": summary, "lines": lines, "tables": tables, "environment": env}
 

@@ -21,9 +21,17 @@ from ddb_capacity_runtime.core.names import (
 )
 from ddb_capacity_runtime.core.settings import ScalerConfig
 from ddb_capacity_runtime.scaler.tick import run_tick
-from ddb_capacity_tools.local_aws import create_store_table, put_traffic, recorded_events
+from ddb_capacity_tools.local_aws import (
+    create_store_table,
+    put_traffic,
+    put_witness,
+    recorded_events,
+)
 
 LAG = 2  # SCALER_METRIC_LAG_MINUTES default
+#: How far past the world's now its tables' delivery witness is published (`World.table`):
+#: the later ticks of a test find it as DynamoDB keeps publishing it.
+WITNESS_AHEAD = timedelta(hours=3)
 #: The tag the world's tables are discovered by.
 TAG_KEY = "autoscaling_manager_enabled"
 
@@ -85,9 +93,14 @@ class World:
         tagged: bool = True,
         tags: dict[str, str] | None = None,
         forecast_minute: int | None = None,
+        witness: bool = True,
     ) -> str:
         """A table named after ``base``; with ``forecast_minute``, a name (``base``, then
-        ``base1``, ``base2``, ...) whose autopilot forecast comes at that minute of the hour."""
+        ``base1``, ``base2``, ...) whose autopilot forecast comes at that minute of the hour.
+        With ``witness`` (the default), its provisioned capacity (and its GSI's) published
+        from an hour before now to `WITNESS_AHEAD` after, as DynamoDB publishes it whatever
+        the traffic: the delivery witness a tick reads before it lowers the table on minutes
+        without a datapoint (a tick up to then finds it delivered)."""
         name = self.name(base)
         n = 0
         while forecast_minute is not None and table_forecast_minute(name) != forecast_minute:
@@ -120,6 +133,11 @@ class World:
             ProvisionedThroughput={"ReadCapacityUnits": read, "WriteCapacityUnits": write},
             **extra,
         )
+        if witness:  # from an hour before now to WITNESS_AHEAD after: later ticks read it too
+            end, periods = self.now + WITNESS_AHEAD, 12 + WITNESS_AHEAD // timedelta(minutes=5)
+            put_witness(self.cw, name, end=end, periods=periods, units=(read, write))
+            if gsi:
+                put_witness(self.cw, name, end=end, periods=periods, index="byUser", units=gsi)
         return name
 
     def target(

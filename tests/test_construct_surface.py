@@ -167,6 +167,7 @@ def test_the_scaler_returns_every_alarm_it_makes_by_stable_id(stack: cdk.Stack) 
         "BadTargets",
         "RefusedTags",
         "IgnoredTags",
+        "MetricsStalled",
         "HoldsDropped",
         "PlansNotKept",
         "PinnedAtMax",

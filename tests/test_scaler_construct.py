@@ -448,10 +448,10 @@ def test_alarms_go_to_an_encrypted_ssl_only_topic(stack: cdk.Stack) -> None:
     topic = stack.resolve(scaler.topic.topic_arn)
     alarms = template.find_resources("AWS::CloudWatch::Alarm")
     assert all(a["Properties"]["AlarmActions"] == [topic] for a in alarms.values())
-    # errors, DLQ, not running, bad targets, refused tags, ignored tags, pinned at max,
-    # updating, holds dropped, plans not kept, 2 x 2 x (table + 1 GSI) throttling, and the
-    # table's hot key
-    assert len(alarms) == 10 + 4 + 1
+    # errors, DLQ, not running, bad targets, refused tags, ignored tags, metrics stalled,
+    # pinned at max, updating, holds dropped, plans not kept, 2 x 2 x (table + 1 GSI)
+    # throttling, and the table's hot key
+    assert len(alarms) == 11 + 4 + 1
     template.has_resource_properties(
         "AWS::CloudWatch::Alarm",
         {
@@ -650,6 +650,8 @@ def test_each_managed_table_has_one_hot_key_alarm_on_its_own_key_range_throttles
         ("RefusedTagsAlarm", "RefusedTags", 5),
         ("IgnoredTagsAlarm", "IgnoredTags", 2),
         ("IgnoredTagsAlarm", "IgnoredTags", 5),
+        ("MetricsStalledAlarm", "MetricsStalled", 2),
+        ("MetricsStalledAlarm", "MetricsStalled", 5),
         ("TargetNotOwnedAlarm", "TargetsNotOwned", 1),
     ],
 )

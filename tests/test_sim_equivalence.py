@@ -43,7 +43,8 @@ from typing import Any
 
 import pytest
 
-from ddb_capacity_runtime.aws.metrics import fetch
+from ddb_capacity_runtime.aws.metrics import fetch, fetch_witness
+from ddb_capacity_runtime.core.delivery import WITNESS_PERIOD_MINUTES, witnessed
 from ddb_capacity_runtime.core.plan import Change
 from ddb_capacity_runtime.core.policy import Decision, DimensionState
 from ddb_capacity_runtime.core.series import MINUTE, Series, window
@@ -251,7 +252,9 @@ def test_the_simulated_scaler_reads_minutes_without_traffic_as_the_lambda_does(
     drawn delays (``spread``: 2-4 minutes after a minute ends), a dimension's minute may
     arrive after the other's or the store's: both read it unknown, not idle; with no metric
     lag (``lag``) too, as long as it comes no later than CloudWatch does (1-3 minutes after
-    its minute ends: ``delay`` 1, drawn 2 more at most)."""
+    its minute ends: ``delay`` 1, drawn 2 more at most). And the dimensions' delivery witness
+    (their provisioned capacity) is read alike: its newest datapoint, on which a decrease
+    resting on minutes read as idle waits."""
     # the scaler's config in the simulator, with the metric lag asked
     monkeypatch.setattr(policies, "ScalerConfig", partial(ScalerConfig, metric_lag_minutes=lag))
     cw = aws_client("cloudwatch")
@@ -289,6 +292,7 @@ def test_the_simulated_scaler_reads_minutes_without_traffic_as_the_lambda_does(
             _publish(cw, store, witnessed, "Read")  # the state store's: each tick reads it
             keys = [(table, index, dim) for index, dim in sim.keys]
             read = fetch(cw, keys, start, end, witness=store, arriving=config.arriving_minutes)
+            _witness_read_alike(cw, sim, table, t, keys)
             for index, dim in sim.keys:
                 got, seen = (
                     read[(table, index, dim)],
@@ -319,3 +323,32 @@ def test_the_simulated_scaler_reads_minutes_without_traffic_as_the_lambda_does(
     assert undelivered == ({delay, delay + 1} if delay % 2 == 0 else {delay})
     # under drawn delays, some minute with traffic came after the batch's: read unknown
     assert (late > 0) == (spread > 0)
+
+
+def _witness_read_alike(
+    cw: Any, sim: SimulatedTable, table: str, t: int, keys: list[tuple[str, str | None, str]]
+) -> None:
+    """The delivery witness (`core.delivery`) as the simulator models it at ``t`` and as the
+    Lambda reads it (`metrics.fetch_witness`) from what CloudWatch holds: DynamoDB's
+    provisioned capacity, one datapoint every 5 minutes stamped with its period's start,
+    each visible ``metric_delay_minutes`` after its period ends."""
+    delay, period = sim.params.metric_delay_minutes, WITNESS_PERIOD_MINUTES
+    dims = [{"Name": "TableName", "Value": table}]
+    data = [
+        {
+            "MetricName": f"Provisioned{dim.capitalize()}CapacityUnits",
+            "Dimensions": dims,
+            "Timestamp": sim.time(m),
+            "Value": 100.0,
+        }
+        for m in range(t - 60, t)
+        if sim.time(m).minute % period == 0 and m + period + delay <= t
+        for dim in ("read", "write")
+    ]
+    cw.put_metric_data(Namespace="AWS/DynamoDB", MetricData=data)
+    errors: dict[Any, str] = {}
+    read = fetch_witness(cw, keys, sim.time(t), errors=errors)
+    assert errors == {}
+    assert set(read.values()) == {sim.witness_through(t)}
+    now = sim.time(t)
+    assert all(witnessed(newest, now) for newest in read.values())  # delivered in the model

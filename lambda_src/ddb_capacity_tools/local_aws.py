@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 import boto3
 
+from ddb_capacity_runtime.core.delivery import WITNESS_PERIOD_MINUTES
+from ddb_capacity_runtime.core.series import step_start
 from ddb_capacity_runtime.events import LOGGER, event_fields
 
 if TYPE_CHECKING:
@@ -362,6 +364,38 @@ def put_traffic(
                     "Value": events,
                 }
             )
+    for i in range(0, len(data), 500):
+        cloudwatch.put_metric_data(Namespace="AWS/DynamoDB", MetricData=data[i : i + 500])
+
+
+def put_witness(
+    cloudwatch: Any,
+    table: str,
+    *,
+    end: datetime,
+    periods: int = 12,
+    index: str | None = None,
+    units: tuple[float, float] = (1, 1),
+) -> None:
+    """``table``'s (or its GSI ``index``'s) provisioned read and write capacity (``units``)
+    for the ``periods`` 5-minute periods that ended by ``end``, as DynamoDB publishes them
+    whatever the traffic: one datapoint a period, stamped with its start. A tick reads them
+    as the delivery witness of the table's metrics (`ddb_capacity_runtime.core.delivery`)
+    before it lowers the table on minutes without a datapoint."""
+    dims = [{"Name": "TableName", "Value": table}]
+    if index:
+        dims.append({"Name": "GlobalSecondaryIndexName", "Value": index})
+    last = step_start(end, WITNESS_PERIOD_MINUTES) - timedelta(minutes=WITNESS_PERIOD_MINUTES)
+    data = [
+        {
+            "MetricName": f"Provisioned{name}CapacityUnits",
+            "Dimensions": dims,
+            "Timestamp": last - timedelta(minutes=WITNESS_PERIOD_MINUTES * k),
+            "Value": value,
+        }
+        for k in range(periods)
+        for name, value in zip(("Read", "Write"), units, strict=True)
+    ]
     for i in range(0, len(data), 500):
         cloudwatch.put_metric_data(Namespace="AWS/DynamoDB", MetricData=data[i : i + 500])
 

@@ -11,7 +11,8 @@ tiers), with the construct's defaults (a tick every 2 minutes, its alarms on):
   capacity and throttle events; the throttles by cause, read only while a dimension is
   throttled, are not counted), the state store's consumed reads, `WITNESS_QUERIES` a tick
   (what shows the minutes delivered when every table is idle), and, in autopilot, the
-  history, `HISTORY_QUERIES_PER_HOUR` a dimension an hour;
+  history, `HISTORY_QUERIES_PER_HOUR` a dimension an hour (a dimension's delivery witness,
+  read only at a tick about to lower it on minutes without a datapoint, is not counted);
 - its alarms on the table: ``SustainedThrottling`` on each dimension, ``HotKey`` on the table;
 - the tick's invocations, one a tick of `TICK_SECONDS` at `MEMORY_MB`, all charged to the one
   table (a scaler managing more tables shares them: a few cents a month in all).

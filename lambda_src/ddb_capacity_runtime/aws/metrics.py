@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..core.decreases import utc
+from ..core.delivery import WITNESS_READ_MINUTES
 from ..core.series import MINUTE, Key, Series, step_start, tell_causes
 from .error_codes import describe_error, is_throttle
 
@@ -37,11 +38,11 @@ def _metric(key: Key, name: str) -> dict[str, Any]:
     return {"Namespace": "AWS/DynamoDB", "MetricName": name, "Dimensions": dims}
 
 
-def _query(qid: str, key: Key, name: str, period: int) -> dict[str, Any]:
-    """One GetMetricData query: the Sum of ``name`` of ``key`` per ``period`` seconds."""
+def _query(qid: str, key: Key, name: str, period: int, stat: str = "Sum") -> dict[str, Any]:
+    """One GetMetricData query: the ``stat`` of ``name`` of ``key`` per ``period`` seconds."""
     return {
         "Id": qid,
-        "MetricStat": {"Metric": _metric(key, name), "Period": period, "Stat": "Sum"},
+        "MetricStat": {"Metric": _metric(key, name), "Period": period, "Stat": stat},
         "ReturnData": True,
     }
 
@@ -260,6 +261,52 @@ def _take(
             continue
         values[minute] = value
     return True
+
+
+def witness_queries(keys: Iterable[Key]) -> list[tuple[str, Key, dict[str, Any]]]:
+    """(query id, key, query) for each key: its delivery witness, DynamoDB's provisioned
+    capacity of the key's table or GSI and dimension (`core.delivery`), per minute (the
+    datapoints keep their own 5-minute timestamps)."""
+    out = []
+    for i, key in enumerate(keys):
+        qid = f"p{i}"
+        name = f"Provisioned{key[2].capitalize()}CapacityUnits"
+        out.append((qid, key, _query(qid, key, name, 60, "SampleCount")))
+    return out
+
+
+def fetch_witness(
+    cloudwatch: CloudWatchClient,
+    keys: list[Key],
+    now: datetime,
+    *,
+    errors: dict[Key, str],
+) -> dict[Key, datetime | None]:
+    """Each key's newest witness datapoint (`core.delivery`) in the `WITNESS_READ_MINUTES`
+    before the minute of ``now``; None: none. One query a key, up to 500 a call (a tick
+    asks only for the dimensions it is about to lower on minutes read as idle). A key whose
+    query fails or is not trusted (see ``_fetch_batch``) is left out, and its error
+    recorded in ``errors``: its witness is unknown, so it never counts as delivered."""
+    planned = witness_queries(keys)
+    end = utc(now).replace(second=0, microsecond=0)
+    start = end - WITNESS_READ_MINUTES * MINUTE
+    reads = _Reads.of(qid for qid, *_ in planned)
+    out: dict[Key, datetime | None] = {}
+    for offset in range(0, len(planned), MAX_QUERIES_PER_CALL):
+        chunk = planned[offset : offset + MAX_QUERIES_PER_CALL]
+        try:
+            _fetch_batch(cloudwatch, [q for *_, q in chunk], start, end, reads)
+        except Exception as exc:
+            why = f"GetMetricData, delivery witness ({len(chunk)} queries): {describe_error(exc)}"
+            errors.update(dict.fromkeys((key for _, key, _ in chunk), why))
+            continue
+        for qid, key, _ in chunk:
+            if not reads.complete.get(qid, False):
+                errors[key] = "GetMetricData, delivery witness: not complete"
+                continue
+            seen = [m for m in reads.sums[qid] if m not in reads.bad[qid] and start <= m < end]
+            out[key] = max(seen, default=None)
+    return out
 
 
 CAUSES = ("ProvisionedThroughput", "KeyRangeThroughput", "AccountLimit", "MaxOnDemandThroughput")

@@ -68,7 +68,7 @@ def metrics_store(env: Mapping[str, str] = os.environ) -> str | None:
 
 WORST_TABLE_METRICS = frozenset(
     {"CapacityAtMax", "BadTargets", "RefusedTags", "TargetsNotOwned", "Updating"}
-    | {"RefusedTunedTargets", "IgnoredTags", "PlansNotKept"}
+    | {"RefusedTunedTargets", "IgnoredTags", "PlansNotKept", "MetricsStalled"}
 )
 """The scaler's per-table metrics its alarms (and nightly tuning's) watch: each table's record
 publishes them for the scaler's deployment too (dimension ``StateStore``), where a period's

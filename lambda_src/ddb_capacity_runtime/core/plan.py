@@ -104,7 +104,7 @@ def plan_table(
     `delivered`), nor at all with ``decreases_allowed`` False. With a reservation
     ``floor``, each decrease of a table or GSI changed by UpdateTable is first cut at it
     (nothing spent) before read and write share their counter, so a decrease the floor
-    holds never makes the other dimension's ride along; `plan_floored` then spends it."""
+    holds never makes the other dimension's ride along; `floor_planned` then spends it."""
     planned: list[tuple[Change, Decision]] = []
     direct: dict[str | None, dict[str, tuple[Dimension, Decision]]] = {}
     lag = config.metric_lag_minutes
@@ -125,23 +125,6 @@ def plan_table(
             decision = combined[name]
             planned.append((_change(d, d.provisioned, decision, UPDATE_TABLE), decision))
     return planned
-
-
-def plan_floored(
-    table: ManagedTable,
-    series: Mapping[Any, Series],
-    config: ScalerConfig,
-    now: datetime,
-    floor: Floor | None,
-    *,
-    decreases_allowed: bool = True,
-) -> tuple[list[tuple[Change, Decision]], list[Held]]:
-    """`plan_table` with its decreases cut at the reservation ``floor`` (`floor_planned`,
-    which spends it), and the decreases held back; without a floor, `plan_table`'s."""
-    planned = plan_table(
-        table, series, config, now, decreases_allowed=decreases_allowed, floor=floor
-    )
-    return floor_planned(planned, floor) if floor is not None else (planned, [])
 
 
 def _cut_decision(d: Dimension, decision: Decision, trial: Floor) -> Decision:

@@ -1,7 +1,8 @@
 """Runs in: scaler Lambda, workstation (examples, benchmarks).
 
 The autopilot's plans in a tick: this hour's forecast of the tables whose forecast tick it
-is (`forecast_plans`), and the plans kept in the state store (`keep_plans`).
+is (`forecast_plans`), each table as they ask (`with_plans_in_force`), and the plans kept in
+the state store (`keep_plans`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from ..aws.clients import Clients
 from ..aws.error_codes import describe_error
 from ..aws.store import HoldStore
 from ..core.floorplan import STEP_MINUTES, FloorPlan
-from ..core.forecast import HISTORY_DAYS, plan_floors
+from ..core.forecast import HISTORY_DAYS, apply_plans, plan_floors, with_plans
 from ..core.holds import HeldDimension
 from ..core.series import MINUTE, Key, step_start
 from ..core.settings import ScalerConfig
@@ -104,6 +105,21 @@ def _forecast(
         gate=f.gate,
     )
     return plan
+
+
+def with_plans_in_force(
+    config: ScalerConfig,
+    table: ManagedTable,
+    fresh: Mapping[Key, FloorPlan | None],
+    now: datetime,
+) -> ManagedTable:
+    """``table`` as a tick decides it at ``now``: in autopilot, with this hour's plans
+    (``fresh``) and what the plans in force ask (`core.forecast.apply_plans`)."""
+    if not config.policy.autopilot:
+        return table
+    table = with_plans(table, fresh)
+    plans = {d.key: d.plan for d in table.dimensions if d.plan is not None}
+    return apply_plans(table, plans, minute(now))
 
 
 def minute(moment: datetime) -> int:

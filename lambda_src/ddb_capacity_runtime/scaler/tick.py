@@ -6,7 +6,8 @@ One tick of the throttle-aware scaler: discover, measure, decide, act, report.
 arguments, so the same tick runs in Lambda, in tests against a moto server, and in
 benchmarks. Its steps: `prepare` (each table as the tick decides it),
 `aws.metrics` (the window's series), `refusals` (tags refused),
-`plans` (the autopilot's forecast), the pure
+`plans` (the autopilot's forecast), `witness` (the delivery witness of the dimensions
+about to be lowered on minutes read as idle), the pure
 `ddb_capacity_runtime.core.plan.plan_table` (the decisions), and
 `aws.actuator` (acting).
 
@@ -31,7 +32,8 @@ Reports through [`ddb_capacity_runtime.events`][]: a ``decision`` event per dime
 ``hold-ended`` event per ended hold, ``raise-retried`` per raise left for the next tick,
 ``table-skipped``, ``table-failed``,
 ``shared-call-failed``, ``tag-refused``, ``target-held``, ``minimum-set-elsewhere``,
-``state-moved-from-tags``, ``hot-key``, ``throttle-causes-unknown``, ``target-value``,
+``state-moved-from-tags``, ``hot-key``, ``throttle-causes-unknown``, ``metrics-stalled``,
+``target-value``,
 ``target-value-failed`` and ``target-not-owned`` (``own_target``) events, one Embedded Metric
 Format record per table and one for the tick (dimension ``StateStore``: ``Failures``,
 ``SharedFailures``, ``TablesManaged``). A decided table's record (dimension ``TableName``)
@@ -44,15 +46,20 @@ landed at once; a raise's ``decision`` event says ``within_warm`` too),
 ``KeyRangeThrottleEvents`` (throttles of a hot key, which capacity cannot fix: never raised
 for; read from DynamoDB's metrics by cause for throttled dimensions only, see
 `aws.metrics.fetch_causes`; a table whose causes cannot be read fails, and its throttles are
-all taken for fixable), ``PlansNotKept`` (plans the state store could not keep: a request
-held the dimension; alarmed in autopilot), ``IgnoredTags`` (tags and stored items ignored),
-``BadTargets`` (dimensions held because their scalable target's minimum is above its
-maximum), ``RefusedTags`` (min or max tags not obeyed because they would lower a limit below
-what the dimension consumes at its target utilization; while that is not known such a tag is
-not obeyed either, and only logged), ``RefusedTunedTargets`` (tuned target values outside
-the nightly tuning's allowed targets, not obeyed: the configured one is aimed at) and
-``TargetsNotOwned`` (dimensions whose target value the autopilot is to own, ``own_target``,
-with no target-tracking policy the scaler can write back whole: left as they are). A table
+all taken for fixable), ``MetricsStalled`` (decreases held because they rested on minutes
+without a datapoint, read as idle, while the dimension's delivery witness, its provisioned
+capacity, had no datapoint within 20 minutes: `core.delivery`; read for those dimensions
+alone, in one GetMetricData call a 500, see `aws.metrics.fetch_witness`; a witness that
+cannot be read holds the decrease too, and fails its table), ``PlansNotKept`` (plans the
+state store could not keep: a request held the dimension; alarmed in autopilot),
+``IgnoredTags`` (tags and stored items ignored), ``BadTargets`` (dimensions held because
+their scalable target's minimum is above its maximum), ``RefusedTags`` (min or max tags not
+obeyed because they would lower a limit below what the dimension consumes at its target
+utilization; while that is not known such a tag is not obeyed either, and only logged),
+``RefusedTunedTargets`` (tuned target values outside the nightly tuning's allowed targets,
+not obeyed: the configured one is aimed at) and ``TargetsNotOwned`` (dimensions whose target
+value the autopilot is to own, ``own_target``, with no target-tracking policy the scaler can
+write back whole: left as they are). A table
 that failed before it could be decided gets ``Failures`` = 1 alone; one skipped because it
 is UPDATING, ``Updating`` = 1 alone; a decided one whose raise was left for the next tick
 (``retry-next-tick``: another update in flight, the table UPDATING under it, its capacity
@@ -92,22 +99,23 @@ from ..core.deadline import Deadline
 from ..core.errors import LeasesNotGivenBack
 from ..core.errors import TickFailed as TickFailed
 from ..core.floorplan import FloorPlan
-from ..core.forecast import apply_plans, forecast_due, with_plans
+from ..core.forecast import forecast_due
 from ..core.holds import HeldDimension
 from ..core.outcomes import DONE, NOT_MADE, Status, change_row
 from ..core.ownership import retargets
-from ..core.plan import Change, Held, plan_floored, reservation_floor
+from ..core.plan import Change, Held, reservation_floor
 from ..core.policy import HOLD, INCREASE, Decision
 from ..core.series import Key, Series, window
 from ..core.settings import ScalerConfig
 from ..core.tables import ManagedTable
 from ..events import log_event
-from .plans import forecast_plans, keep_plans, minute
+from .plans import forecast_plans, keep_plans, with_plans_in_force
 from .reads import read_all, read_batch
 from .refusals import refuse_tags
 from .replicas import replicated
 from .shard import Batch
 from .tick_state import TickState as _Tick
+from .witness import log_stalled, planned_table, read_witnesses
 
 T = TypeVar("T")
 DESCRIBE_THREADS = 16
@@ -209,6 +217,7 @@ def tick(
         tables = _refuse_tags(t, tables, series)
         fresh = _forecast(t, tables)
         t.floor = reservation_floor(config.reservation, tables)
+        read_witnesses(t, tables, series, fresh)
         for event, failures, consequence in (
             ("shared-call-failed", t.shared_failures, "no decrease anywhere this tick"),
             (
@@ -351,18 +360,14 @@ def _decide_and_act(
     what deciding, acting or reporting raises is a failure of ``table`` alone."""
     planned: list[tuple[Change, Decision]] = []
     held_back: list[Held] = []
+    stalled: list[Change] = []
     read = table
     try:
         # Decide, on what the tick read: this hour's plans, then every dimension's change.
-        if t.config.policy.autopilot:
-            table = with_plans(table, fresh)
-            plans = {d.key: d.plan for d in table.dimensions if d.plan is not None}
-            table = apply_plans(table, plans, minute(t.now))
-        allowed = not t.shared_failures
-        planned, held_back = plan_floored(
-            table, series, t.config, t.now, t.floor, decreases_allowed=allowed
-        )
+        table = with_plans_in_force(t.config, table, fresh, t.now)
+        planned, held_back, stalled = planned_table(t, table, series)
         _log_held(t, table.name, held_back)
+        log_stalled(t, stalled)
         changes = [c for c, _ in planned if c.action != HOLD and c.new != c.old]
         # Act: the plans kept, the changes applied (each guarded by its own condition).
         if t.config.policy.autopilot and any(d.key in fresh for d in read.dimensions):
@@ -390,7 +395,7 @@ def _decide_and_act(
         t.fail(table.name, describe_error(exc))
         results = {}
     try:  # what was sent stays in the summary, whatever reporting it raises
-        _report_table(t, table, planned, results, series, len(held_back))
+        _report_table(t, table, planned, results, series, (len(held_back), len(stalled)))
     except Exception as exc:
         t.fail(table.name, describe_error(exc))
     return list(results.values())
@@ -402,10 +407,11 @@ def _report_table(
     planned: list[tuple[Change, Decision]],
     results: Mapping[int, Outcome],
     series: Mapping[Key, Series],
-    held_back: int,
+    held: tuple[int, int],
 ) -> None:
     """Log each decision of ``table`` (with its outcome, where one was sent) and send the
-    table's EMF record."""
+    table's EMF record. ``held``: its decreases the reservation held back, and those held
+    because its metrics' delivery was not witnessed."""
     for change, _ in planned:
         _log_decision(t, table.name, change, results.get(id(change)))
     values = _table_metrics(table, planned, t.now, table.name in t.failures)
@@ -414,7 +420,8 @@ def _report_table(
     occasional = {
         "RaisesWithinWarm": within_warm(results.values()),
         "KeyRangeThrottleEvents": _report_causes(table, series),
-        "HeldByReservation": held_back,
+        "HeldByReservation": held[0],
+        "MetricsStalled": held[1],
         # a raise not sent, as for a table found UPDATING: alarmed when it lasts
         "Updating": int(_raises_retried(results.values()) > 0),
     }

@@ -18,6 +18,7 @@ from ..core.deadline import Deadline, DeadlinePassed
 from ..core.holds import CapacityRequestTimeout
 from ..core.names import WORST_TABLE_METRICS
 from ..core.reservation import Floor
+from ..core.series import Key
 from ..core.settings import ScalerConfig
 from ..events import emf_record, emit_metrics
 
@@ -49,6 +50,9 @@ class TickState:
     """the reservation floor over the tables decided (None: no reservation)"""
     counted: set[str] = field(default_factory=set)
     """tables whose own record carries ``Failures`` (a decided table's, 0 or 1)"""
+    witnesses: dict[Key, datetime | None] = field(default_factory=dict)
+    """the newest datapoint of each delivery witness read this tick (`core.delivery`): of
+    the dimensions about to be lowered on minutes read as idle only"""
 
     def shared(
         self,

@@ -51,6 +51,8 @@ from itertools import accumulate, repeat
 from typing import ClassVar, NamedTuple
 
 from ddb_capacity_runtime.core.decreases import DecreaseLedger
+from ddb_capacity_runtime.core.delivery import WITNESS_PERIOD_MINUTES
+from ddb_capacity_runtime.core.series import step_start
 
 from .params import ModelParams
 from .partitions import HotPartition
@@ -382,6 +384,16 @@ class SimulatedTable:
                 ):
                     return minute
         return witnessed
+
+    def witness_through(self, t: int) -> datetime:
+        """The timestamp of the newest provisioned-capacity datapoint CloudWatch holds at the
+        start of minute ``t``, every dimension's delivery witness
+        (`ddb_capacity_runtime.core.delivery`): DynamoDB publishes one every 5 minutes,
+        traffic or not, stamped with the start of its period, delivered
+        ``metric_delay_minutes`` after the period ends (never drawn later: the model's
+        CloudWatch stops for no table)."""
+        ended = t - self.params.metric_delay_minutes - WITNESS_PERIOD_MINUTES
+        return step_start(self.time(ended), WITNESS_PERIOD_MINUTES)
 
     def key_range_events(self, key: Key, first: int, count: int, t: int) -> list[float]:
         """Key-range throttle events of minutes ``first`` .. ``first + count - 1`` as seen at

@@ -18,11 +18,12 @@ cutting its decreases at `ddb_capacity_runtime.core.reservation.Floor`, the scal
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from ddb_capacity_runtime.core import settings
+from ddb_capacity_runtime.core.delivery import hold_unwitnessed, witnessed
 from ddb_capacity_runtime.core.floorplan import STEP_MINUTES, FloorPlan
 from ddb_capacity_runtime.core.forecast import (
     HISTORY_DAYS,
@@ -425,8 +426,9 @@ class ThrottleAware:
     else it calls UpdateTable. With ``causes`` (the default) its series carry the throttles
     by cause, as the Lambda reads them; else only the lumped throttle events. With
     ``reserved``, its decreases are cut at the model's reservation as the Lambda's are
-    (`ddb_capacity_runtime.core.plan.plan_floored`; its tables: this one); stock target
-    tracking beneath it scales in as stock does."""
+    (`ddb_capacity_runtime.core.plan.floor_planned`; its tables: this one); stock target
+    tracking beneath it scales in as stock does. A decrease that rests on minutes read as
+    idle waits for the delivery witness as the Lambda's does (`core.delivery`)."""
 
     def __init__(
         self,
@@ -599,12 +601,15 @@ class ThrottleAware:
             if self.own_target:
                 self._retarget(table)
         floor = reservation_floor(self.config.reservation, [table])  # its tables: this one
-        if floor is None:
-            planned = plan_table(table, series, self.config, now)
-        else:  # plan_floored, as the Lambda's tick (plan_table by this module's name)
-            planned, _ = floor_planned(
-                plan_table(table, series, self.config, now, floor=floor), floor
-            )
+        delivered = witnessed(sim.witness_through(t), now)  # every dimension's, as one
+
+        def plan(read: Mapping[SeriesKey, Series]) -> list[tuple[Change, Decision]]:
+            return plan_table(table, read, self.config, now, floor=floor)  # this module's name
+
+        # as the Lambda's tick: idle minutes lower nothing unwitnessed, then the floor
+        planned, _ = hold_unwitnessed(plan, series, lambda _: delivered)
+        if floor is not None:
+            planned, _ = floor_planned(planned, floor)
         self._carry_out(sim, t, planned)
 
     def _apply_plans(self, table: ManagedTable, t: int) -> ManagedTable:

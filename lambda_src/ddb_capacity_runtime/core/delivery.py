@@ -1,0 +1,111 @@
+"""Runs in: scaler Lambda, workstation (simulator).
+
+Whether CloudWatch still delivers a dimension's metrics, asked before a decrease that rests
+on minutes read as idle: its delivery witness.
+
+DynamoDB publishes no consumption datapoint for a minute without traffic, so a tick reads a
+minute without one, once it is older than the minutes still arriving
+(`ScalerConfig.arriving_minutes`), as idle. A metric stream that stopped (CloudWatch
+delivering nothing of a table for longer than that) reads the same. DynamoDB also publishes
+each table's and each GSI's provisioned capacity (``ProvisionedReadCapacityUnits``,
+``ProvisionedWriteCapacityUnits``) every 5 minutes, traffic or not: the dimension's witness.
+A decrease of a dimension whose window holds a minute read as idle is made only when the
+witness has a datapoint within the newest `WITNESS_MINUTES`; else those minutes are unknown,
+and the decrease is held (`hold_unwitnessed`). Pure; the scaler's tick reads the witness
+(`ddb_capacity_runtime.aws.metrics.fetch_witness`), the simulator models it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from datetime import datetime
+
+from .decreases import utc
+from .plan import Change
+from .policy import DECREASE, Decision
+from .series import MINUTE, Key, Series
+
+WITNESS_PERIOD_MINUTES = 5
+"""DynamoDB publishes a dimension's provisioned capacity once every 5 minutes ("DynamoDB
+Metrics and dimensions": its metrics other than the per-minute ones are aggregated at five
+minutes; ``ProvisionedReadCapacityUnits`` "is published at five-minute intervals")."""
+WITNESS_MINUTES = 20
+"""How recent the witness's newest datapoint must be (its timestamp, the start of its
+5-minute period, at or after the tick's minute less this). Delivered on time, the newest is
+never older than 13 minutes: its own 5 minutes, up to 5 until the next period ends, and
+CloudWatch's usual 1-3 minutes of delivery lag. 20 leaves a datapoint 7 minutes later than
+that, and so never holds a decrease while CloudWatch is merely slow; once nothing of the
+table arrives any more, decreases that rest on idle minutes stop within 20 minutes of the
+last datapoint delivered, with at most 20 - 5 - the arriving minutes (11 by default) of the
+window read idle by then."""
+
+WITNESS_READ_MINUTES = 60
+"""How far back a witness is read: its newest datapoint within the hour, however old, is
+what a held decrease's event names (GetMetricData is priced by the metric, not the
+datapoints)."""
+
+
+def witness_start(now: datetime) -> datetime:
+    """The oldest timestamp a witness datapoint may have at ``now`` and still count."""
+    return utc(now).replace(second=0, microsecond=0) - WITNESS_MINUTES * MINUTE
+
+
+def witnessed(newest: datetime | None, now: datetime) -> bool:
+    """Whether a witness whose newest datapoint has timestamp ``newest`` (None: none in the
+    span read) shows the dimension's metrics delivered at ``now``."""
+    return newest is not None and utc(newest) >= witness_start(now)
+
+
+def idle_minutes(series: Series) -> int:
+    """The minutes of ``series`` read as idle: known, with no consumption and no throttle
+    (no datapoint of the dimension's own, or datapoints of 0)."""
+    unknown = series.unknown
+    return sum(
+        1
+        for i, (used, events) in enumerate(zip(series.consumed, series.throttles, strict=True))
+        if used == 0 and events == 0 and not (unknown and unknown[i])
+    )
+
+
+def idle_unknown(series: Series) -> Series:
+    """``series`` with its minutes read as idle unknown: late or idle, not to be told apart
+    without the witness. They still read 0 (a raise never rests on them)."""
+    unknown = series.unknown or [False] * len(series.minute_starts)
+    marked = [
+        u or (used == 0 and events == 0)
+        for u, used, events in zip(unknown, series.consumed, series.throttles, strict=True)
+    ]
+    return replace(series, unknown=marked)
+
+
+def idle_decreases(
+    planned: list[tuple[Change, Decision]], series: Mapping[Key, Series]
+) -> list[Change]:
+    """The decreases of ``planned`` whose dimension's series holds a minute read as idle."""
+    return [
+        c
+        for c, _ in planned
+        if c.action == DECREASE and c.new < c.old and idle_minutes(series[c.dimension.key])
+    ]
+
+
+def hold_unwitnessed(
+    plan: Callable[[Mapping[Key, Series]], list[tuple[Change, Decision]]],
+    series: Mapping[Key, Series],
+    delivered: Callable[[Key], bool],
+) -> tuple[list[tuple[Change, Decision]], list[Change]]:
+    """``plan(series)`` (``series``: one table's), with each decrease that rests on minutes
+    read as idle of a dimension whose delivery is not witnessed (``delivered(key)`` False)
+    held: those minutes are made unknown and the table planned again. Returns the plan and
+    the decreases held. Unknown minutes only ever take decreases away, so one more plan
+    suffices; the loop asks again until no such decrease is left, whatever the plan."""
+    planned = plan(series)
+    held: list[Change] = []
+    while True:
+        unwitnessed = [c for c in idle_decreases(planned, series) if not delivered(c.dimension.key)]
+        if not unwitnessed:
+            return planned, held
+        held += unwitnessed
+        marked = {c.dimension.key: idle_unknown(series[c.dimension.key]) for c in unwitnessed}
+        series = {**series, **marked}
+        planned = plan(series)
