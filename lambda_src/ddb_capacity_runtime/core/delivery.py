@@ -33,11 +33,11 @@ WITNESS_MINUTES = 20
 """How recent the witness's newest datapoint must be (its timestamp, the start of its
 5-minute period, at or after the tick's minute less this). Delivered on time, the newest is
 never older than 13 minutes: its own 5 minutes, up to 5 until the next period ends, and
-CloudWatch's usual 1-3 minutes of delivery lag. 20 leaves a datapoint 7 minutes later than
-that, and so never holds a decrease while CloudWatch is merely slow; once nothing of the
-table arrives any more, decreases that rest on idle minutes stop within 20 minutes of the
-last datapoint delivered, with at most 20 - 5 - the arriving minutes (11 by default) of the
-window read idle by then."""
+CloudWatch's usual 1-3 minutes of delivery lag. 20 lets a datapoint come up to 7 minutes
+later than that before anything is held; once nothing of the table arrives any more, the
+newest is more than 20 minutes old at most 15 minutes later (it began at least 5 minutes
+before), and no decrease rests on idle minutes: by then about 20 - 5 - the arriving
+minutes (11 by default) of the window have read as idle."""
 
 WITNESS_READ_MINUTES = 60
 """How far back a witness is read: its newest datapoint within the hour, however old, is
