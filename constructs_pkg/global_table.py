@@ -41,7 +41,7 @@ from .alarm_sink import chosen_alarm_topic
 from .alarms import AlarmOptions, checked_alarm_options
 from .capacity import DEFAULT_TABLE_QUOTA, check_table_quota
 from .function_options import FunctionOptions, function_configs
-from .props import MetricProps, is_token
+from .props import MetricProps, is_token, known_at_synth
 from .replica_schedules import (
     ALARM_IDS,
     REPLICA_DEFAULTS,
@@ -49,7 +49,7 @@ from .replica_schedules import (
     _ReplicaScheduleProvider,
     replica_provider,
 )
-from .replica_table import Replica, replica_of
+from .replica_table import Replica, replica_of, shown_table
 from .table_parts import capacity_window, known_entry
 
 STACK_REGION = "StackRegion"
@@ -324,7 +324,7 @@ class GlobalTableCapacity(Construct):
         if entry.max_capacity is not None:
             raise CapacityConfigError(
                 f"{where} schedule {entry.name!r}: max_capacity: got {shown(entry.max_capacity)}; "
-                f"the maximum of global table {_shown_name(self.table)} is its template's "
+                f"the maximum of global table {shown_table(self.table)} is its template's "
                 "(Capacity.autoscaled(max_capacity=...)), which every deploy restores: a "
                 "schedule sets min_capacity only"
             )
@@ -336,15 +336,24 @@ class GlobalTableCapacity(Construct):
     def _above(self, where: str, minimum: int, highest: int) -> str:
         return (
             f"{where}: a minimum of {minimum} is above global table "
-            f"{_shown_name(self.table)}'s maximum there ({highest}, its template's): raise "
+            f"{shown_table(self.table)}'s maximum there ({highest}, its template's): raise "
             "max_capacity in the table's Capacity.autoscaled(...)"
         )
 
     def _unknown_region(self, region: object) -> str:
+        """Why ``region`` is refused: no replica's Region (a token, one known at deploy time
+        only, refused as such)."""
         known = ", ".join(_label(r) for r in self._spec.regions)
+        known_at_synth(
+            self._where,
+            "region",
+            region,
+            "it picks the replica a schedule is for",
+            f"one of the table's replica Regions ({known})",
+        )
         return (
             f"{self._where}: region: got {shown(region)}; global table "
-            f"{_shown_name(self.table)} has replicas in {known}"
+            f"{shown_table(self.table)} has replicas in {known}"
         )
 
     def _warm(self, table: HighWaterMark | None, indexes: dict[str, HighWaterMark]) -> None:
@@ -399,8 +408,8 @@ class GlobalTableCapacity(Construct):
                 continue
             if not is_token(units) and not is_whole(units, 1, self.table_quota):
                 raise CapacityConfigError(
-                    f"{self._where}: {field}: got {shown(units)} units a second; expected a "
-                    f"whole number from 1 to table_quota ({self.table_quota})"
+                    f"{self._where}: {field}.{dimension}: got {shown(units)} units a second; "
+                    f"expected a whole number from 1 to table_quota ({self.table_quota})"
                 )
             if not is_token(units):
                 self._at_least_minimum(field, index, dimension, units)
@@ -439,7 +448,7 @@ def _checked_table(where: str, table: object) -> dynamodb.TableV2:
     billing = Stack.of(table).resolve(cfn.billing_mode)
     if billing != "PROVISIONED":
         raise CapacityConfigError(
-            f"{where}: global table {_shown_name(table)} bills {billing or 'PAY_PER_REQUEST'}; "
+            f"{where}: global table {shown_table(table)} bills {billing or 'PAY_PER_REQUEST'}; "
             "schedules and high-water marks need provisioned billing "
             "(billing=Billing.provisioned(...))"
         )
@@ -532,11 +541,6 @@ def _label(region: str) -> str:
     return STACK_REGION if is_token(region) else region
 
 
-def _shown_name(table: dynamodb.TableV2) -> str:
-    name = table.table_name
-    return table.node.path if is_token(name) else repr(name)
-
-
 @jsii.implements(IStableAnyProducer)
 class _Actions:
     """One Region's scheduled actions, in the resource's properties, when the template is
@@ -605,13 +609,13 @@ class _Validation:
             removed = sorted(_label(r) for r in set(then) - set(found))
             if added:
                 errors.append(
-                    f"{o._where}: global table {_shown_name(o.table)} has {kind} added after "
+                    f"{o._where}: global table {shown_table(o.table)} has {kind} added after "
                     f"this construct ({', '.join(added)}); add every one of them to the "
                     "TableV2 before GlobalTableCapacity"
                 )
             if removed:
                 errors.append(
-                    f"{o._where}: global table {_shown_name(o.table)} has {kind} removed "
+                    f"{o._where}: global table {shown_table(o.table)} has {kind} removed "
                     f"after this construct ({', '.join(removed)})"
                 )
         return errors

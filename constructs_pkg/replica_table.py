@@ -9,7 +9,7 @@ restores to."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from aws_cdk import Stack
@@ -39,6 +39,11 @@ class Replica:
     indexes: tuple[str, ...]
     bounds: Mapping[str, Mapping[str, float]]
     """per dimension, the template's ``min``, ``max`` and ``target`` (percent) in ``region``"""
+    account: str
+    """the table's stack's account, where every replica is (a token where it is known at
+    deploy time only)"""
+    name: str
+    """the table as messages name it (`shown_table`)"""
 
     @property
     def shown_region(self) -> str:
@@ -49,6 +54,30 @@ class Replica:
 def shown_region(region: str) -> str:
     """A Region as messages name it: the stack's, where it is known at deploy time only."""
     return "the stack's Region" if is_token(region) else region
+
+
+def shown_table(table: dynamodb.TableV2) -> str:
+    """A global table as messages name it: its ``table_name`` where the app gives one,
+    else its construct path."""
+    cfn = table.node.default_child
+    name = cfn.table_name if isinstance(cfn, dynamodb.CfnGlobalTable) else None
+    return repr(name) if isinstance(name, str) and not is_token(name) else table.node.path
+
+
+def check_account(where: str, replica: Replica, stack: Stack) -> None:
+    """Refuse a scaler of ``replica`` in ``stack`` of an account other than the table's:
+    every replica of a global table is in the table's account, and a scaler manages tables
+    of its own. Where either account is known at deploy time only (a stack without
+    ``env``'s account), it is taken on trust."""
+    here, there = stack.account, replica.account
+    if is_token(here) or is_token(there) or here == there:
+        return
+    raise CapacityConfigError(
+        f"{where}: the replica of global table {replica.name} in {replica.shown_region} is "
+        f"in the table's account, {there}; the scaler's stack, {stack.node.path}, is in "
+        f"account {here}: a replica's scaler must be in a stack of account {there} (the "
+        f"table's), in the replica's Region"
+    )
 
 
 class ReplicaSource(Protocol):
@@ -75,9 +104,9 @@ def replica_of(
     where: str, table: dynamodb.TableV2, spec: TemplateSpec, scope: Construct
 ) -> Replica:
     """The replica of ``table`` in the Region of ``scope``'s stack. Refused, naming the
-    table, where that stack's Region is not known when it must be (`_region_of`), no replica
-    is there, a dimension is not autoscaled there, or the table would be named across
-    stacks by a generated name."""
+    table, where that stack's Region is not known when it must be (`_region_of`), its
+    account is not the table's (`check_account`), no replica is there, a dimension is not
+    autoscaled there, or the table would be named across stacks by a generated name."""
     stack = Stack.of(scope)
     region = _region_of(where, table, stack)
     ranges = spec.ranges
@@ -88,11 +117,13 @@ def replica_of(
         )
     bounds = _bounds(where, region, ranges[region], spec.targets.get(region, {}))
     own = Stack.of(table)
-    if stack is own:
-        found: dynamodb.ITable = table
-    else:
-        found = _imported(where, table, scope)
     others = tuple(r for r in ranges if r != region)
+    replica = Replica(
+        table, region, others, tuple(spec.indexes), bounds, own.account, shown_table(table)
+    )
+    if stack is not own:
+        check_account(where, replica, stack)  # before the table is imported there
+        replica = replace(replica, table=_imported(where, table, scope))
     unnamed = [r for r in others if not is_region(r)]
     if unnamed:
         raise CapacityConfigError(
@@ -100,7 +131,7 @@ def replica_of(
             f"Regions; got {', '.join(map(repr, unnamed))}, expected Region names such as "
             "eu-west-1"
         )
-    return Replica(found, region, others, tuple(spec.indexes), bounds)
+    return replica
 
 
 def _region_of(where: str, table: dynamodb.TableV2, stack: Stack) -> str:

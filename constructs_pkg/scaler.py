@@ -47,7 +47,7 @@ from .iam_statements import (
 )
 from .lazy import lazy_json, lazy_string
 from .props import MetricProps, ReservedCapacity, bool_prop
-from .replica_table import Replica, ReplicaSource
+from .replica_table import Replica, ReplicaSource, check_account
 from .runtime import state_store_table
 from .scaler_alarms import NAMESPACE as NAMESPACE
 from .scaler_alarms import ScalerAlarms
@@ -472,7 +472,8 @@ class ThrottleAwareScaler(Construct):
         self._manage(table, label, indexes)
 
     def _add_replica(self, replica: Replica) -> None:
-        """A global table's replica in this stack's Region (`add_table`)."""
+        """A global table's replica in this stack's Region and its table's account
+        (`add_table`)."""
         here = Stack.of(self).region
         if replica.region != here:
             raise CapacityConfigError(
@@ -480,6 +481,7 @@ class ThrottleAwareScaler(Construct):
                 f"{replica.region}; this one is in {here}: pass capacity.replica(stack) of a "
                 "stack in that Region to that stack's scaler"
             )
+        check_account(self._where, replica, Stack.of(self))
         table, label = replica.table, self._label_of(replica.table)
         source = f"its replica's Capacity.autoscaled(...) in {replica.shown_region}"
         self._overrides.bounds(table, replica.bounds, source)

@@ -359,6 +359,38 @@ def test_schedules_that_break_a_global_tables_rules_are_refused(add: Any, messag
         add(capacity)
 
 
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda c, r: c.add_schedule(entry(), dimension="read", region=r),
+        lambda c, r: c.add_capacity_window(
+            "w", dimension="read", capacity=50, start="06:00", duration=Duration.hours(1), region=r
+        ),
+        lambda c, r: c.schedule_preview(region=r),
+    ],
+)
+def test_a_region_that_is_a_token_is_refused_as_one(call: Any) -> None:
+    # GIVEN a table in a stack of its own Region (us-east-1) and a replica in eu-west-1
+    _, capacity = make()
+    # WHEN a schedule names its Region by a token (the stack's Region as CloudFormation
+    # resolves it) THEN it is refused as a token, asking for a Region's name
+    with pytest.raises(CapacityConfigError) as e:
+        call(capacity, cdk.Aws.REGION)
+    assert str(e.value) == (
+        "GlobalTableCapacity Global/Capacity: region must be known when the app is built (it "
+        "picks the replica a schedule is for); got a token (a CfnParameter's or another "
+        "resource's value): give one of the table's replica Regions (us-east-1, eu-west-1)"
+    )
+
+
+def test_a_one_region_table_in_a_stack_without_a_region_takes_the_stacks_region() -> None:
+    # (its one replica is the stack's, known at deploy time only)
+    stack = cdk.Stack(cdk.App(), "NewUser")
+    capacity = one_region_table(stack)
+    capacity.add_schedule(entry(), dimension="read", region=stack.region)
+    assert [e.min_capacity for e in capacity.schedule_preview(region=stack.region)][:1] == [20]
+
+
 def test_a_read_schedule_of_one_region_is_bounded_by_that_regions_maximum() -> None:
     _, capacity = make()
     capacity.add_schedule(entry(150), dimension="read", region="eu-west-1")  # 200 there
@@ -376,7 +408,16 @@ def test_a_fixed_capacity_has_no_target_to_schedule() -> None:
     ("kwargs", "message"),
     [
         ({"high_water_mark": HighWaterMark()}, "at least one of them"),
-        ({"high_water_mark": HighWaterMark(write=0)}, "got 0 units a second"),
+        ({"high_water_mark": HighWaterMark(write=0)}, "high_water_mark.write: got 0 units a"),
+        (
+            {"high_water_mark": HighWaterMark(read=50_000)},
+            "high_water_mark.read: got 50000 units a second; expected a whole number from 1 "
+            "to table_quota \\(40000\\)",
+        ),
+        (
+            {"index_high_water_marks": {"byCustomer": HighWaterMark(read=5, write=0)}},
+            "index_high_water_marks\\['byCustomer'\\].write: got 0 units a second",
+        ),
         ({"high_water_mark": 5}, "high_water_mark: got 5"),
         (
             {"index_high_water_marks": {"nope": HighWaterMark(read=5)}},
@@ -732,6 +773,53 @@ def test_a_replica_goes_to_the_scaler_of_its_own_region() -> None:
         "the replica in eu-west-1 is managed by a scaler in eu-west-1; this one is in us-east-1"
         in (str(e.value))
     )
+
+
+def accounts_app(table_account: str | None) -> tuple[GlobalTableCapacity, cdk.App]:
+    """A global table named "orders" in us-east-1 and eu-west-1, its stack in
+    ``table_account`` (None: known at deploy time only)."""
+    app = cdk.App()
+    stack = cdk.Stack(app, "Global", env=cdk.Environment(account=table_account, region="us-east-1"))
+    table = global_table(stack, table_name="orders")
+    return GlobalTableCapacity(stack, "Capacity", table=table), app
+
+
+def test_a_replicas_scaler_in_another_account_is_refused_naming_both() -> None:
+    """Every replica of a global table is in the table's account: a scaler in a stack of
+    another account would import, grant and alarm on a table of that name there."""
+    capacity, app = accounts_app("111111111111")
+    other = cdk.Stack(app, "Other", env=cdk.Environment(account="222222222222", region="eu-west-1"))
+    expected = (
+        "the replica of global table 'orders' in eu-west-1 is in the table's account, "
+        "111111111111; the scaler's stack, Other, is in account 222222222222: a replica's "
+        "scaler must be in a stack of account 111111111111 (the table's), in the replica's "
+        "Region"
+    )
+    # WHEN its replica is asked for there THEN it is refused, nothing imported there
+    with pytest.raises(CapacityConfigError) as e:
+        capacity.replica(other)
+    assert str(e.value) == f"GlobalTableCapacity Global/Capacity: {expected}"
+    assert other.node.children == []
+    # WHEN the replica of a stack of the table's account is given to that scaler THEN the
+    # scaler refuses it
+    same = cdk.Stack(app, "Same", env=cdk.Environment(account="111111111111", region="eu-west-1"))
+    replica = capacity.replica(same)
+    with pytest.raises(CapacityConfigError) as e:
+        ThrottleAwareScaler(other, "Scaler", tables=[replica])
+    assert str(e.value) == f"ThrottleAwareScaler Other/Scaler: {expected}"
+    ThrottleAwareScaler(same, "Scaler", tables=[replica])  # the table's account: taken
+
+
+@pytest.mark.parametrize(
+    ("table_account", "scaler_account"), [(None, "222222222222"), ("111111111111", None)]
+)
+def test_an_account_known_at_deploy_time_only_is_taken_on_trust(
+    table_account: str | None, scaler_account: str | None
+) -> None:
+    capacity, app = accounts_app(table_account)
+    other = cdk.Stack(app, "Other", env=cdk.Environment(account=scaler_account, region="eu-west-1"))
+    scaler = ThrottleAwareScaler(other, "Scaler", tables=[capacity.replica(other)])
+    assert other.resolve(scaler.tables[0].table_name) == "orders"
 
 
 def test_a_replica_whose_other_regions_are_no_regions_names_is_refused() -> None:
