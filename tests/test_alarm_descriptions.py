@@ -17,6 +17,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Template
+from botocore import xform_name
 
 from constructs_pkg import (
     AlarmOptions,
@@ -243,7 +244,7 @@ def test_every_runbook_command_gives_every_required_option() -> None:
         assert name.lower() in names, command
         shape = model.operation_model(names[name.lower()]).input_shape
         assert shape is not None, command
-        members = {re.sub(r"(?<!^)(?=[A-Z])", "-", m).lower(): m for m in shape.members}
+        members = {xform_name(m, "-"): m for m in shape.members}  # the CLI's own names
         given = {w[2:] for w in rest if w.startswith("--")} - {o[2:] for o in GLOBAL_OPTIONS}
         unknown = given - set(members)
         required = {m for m, member in members.items() if member in shape.required_members}

@@ -4,8 +4,9 @@ scalable targets exist, registered by the service. Create puts the library's act
 its Region alone, update removes exactly what it dropped, delete removes only what it made;
 an action or a target of anyone else is never touched. moto does not implement Application
 Auto Scaling's TagResource and UntagResource, so those two calls go to a client under
-botocore's Stubber, which checks each one's arguments. One test has the server check every
-call against IAM (moto's ``reset-auth``): the function acts as the role its resource names."""
+botocore's Stubber, which checks each one's arguments. Two tests have the server check
+every call against IAM (moto's ``reset-auth``): the function acts as the role its resource
+names, and a Delete denied its deletes tries every one and fails, naming them."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from ddb_capacity_runtime.global_tables.handler import (
     CLEANUP_MS,
     PERMISSION_POLL_S,
     PERMISSION_WAIT_S,
+    REASON_CHARS,
     on_event,
 )
 from ddb_capacity_runtime.global_tables.replica_actions import ACTION_PREFIX, parse_schedule
@@ -639,18 +641,10 @@ def test_the_function_acts_as_the_role_its_resource_names(
 OTHER_ROLE = "arn:aws:iam::123456789012:role/Global-RenamedCapacityScheduleRole-9f8e"
 
 
-@pytest.mark.parametrize("tags", ["another role's", "unreadable"])
-def test_a_delete_leaves_the_tags_of_targets_another_role_took_over(
-    targets: dict[str, Any], moto_endpoint: str, tags: str
-) -> None:
-    # GIVEN a replica's action put by a role, whose targets another resource's role has
-    # since tagged (the construct renamed: its new resource is created before the old one's
-    # Delete, and schedules other targets of the table), or whose tags cannot be read (a
-    # grant of the previous version, with no ListTagsForResource)
-    role = "arn:aws:iam::123456789012:role/Global-OrdersCapacityScheduleRole-0a1b"
-    given = {**props("us-east-1", action("launch-raise", "write", 400)), "RoleArn": role}
-    tagger = Tagger(moto_endpoint, "us-east-1", targets["us-east-1"])
-    tagger.expect_tags(owner=role)
+def create_as_role(targets: dict[str, Any], tagger: Tagger, given: dict[str, Any]) -> Any:
+    """``given`` created as the role it names (each target tagged by it); the maker of the
+    role's clients, for later events."""
+    tagger.expect_tags(owner=given["RoleArn"])
 
     def as_role(arn: str) -> Any:
         return targets.__getitem__
@@ -663,15 +657,25 @@ def test_a_delete_leaves_the_tags_of_targets_another_role_took_over(
             lambda _: tagger.client,
             as_role=as_role,
         )
+    return as_role
+
+
+def test_a_delete_leaves_the_tags_of_targets_another_role_took_over(
+    targets: dict[str, Any], moto_endpoint: str
+) -> None:
+    # GIVEN a replica's action put by a role, whose targets another resource's role has
+    # since tagged (the construct renamed: its new resource is created before the old one's
+    # Delete, and schedules other targets of the table)
+    role = "arn:aws:iam::123456789012:role/Global-OrdersCapacityScheduleRole-0a1b"
+    given = {**props("us-east-1", action("launch-raise", "write", 400)), "RoleArn": role}
+    tagger = Tagger(moto_endpoint, "us-east-1", targets["us-east-1"])
+    as_role = create_as_role(targets, tagger, given)
     for arn in tagger.arns(TABLE):
-        if tags == "unreadable":
-            tagger.stubber.add_client_error("list_tags_for_resource", "AccessDeniedException", "no")
-        else:
-            tagger.stubber.add_response(
-                "list_tags_for_resource",
-                {"Tags": {TARGET_TAG: TABLE, OWNER_TAG: OTHER_ROLE}},
-                {"ResourceARN": arn},
-            )
+        tagger.stubber.add_response(
+            "list_tags_for_resource",
+            {"Tags": {TARGET_TAG: TABLE, OWNER_TAG: OTHER_ROLE}},
+            {"ResourceARN": arn},
+        )
     # WHEN the old resource is deleted THEN its action is gone, and no target's tags are
     # removed (no untag is expected: the Stubber fails any)
     with tagger.stubber, recorded_events() as events:
@@ -688,8 +692,157 @@ def test_a_delete_leaves_the_tags_of_targets_another_role_took_over(
     )
     (deleted,) = [e for e in events if e["event"] == "replica-schedule-deleted"]
     assert len(deleted["tag_kept"]) == len(tagger.arns(TABLE))
-    unread = [e for e in events if e["event"] == "replica-schedule-tags-unread"]
-    assert len(unread) == (len(tagger.arns(TABLE)) if tags == "unreadable" else 0)
+
+
+def test_a_delete_tries_every_untag_and_fails_naming_tags_unread_or_left(
+    targets: dict[str, Any], moto_endpoint: str
+) -> None:
+    # GIVEN a replica's action on the table's write target, put by its role, and of the
+    # table's four targets (free once it is deleted), one whose tags cannot be read (a
+    # service control policy denies it) and one whose tags cannot be removed (moto has
+    # neither call: botocore's Stubber answers both)
+    role = "arn:aws:iam::123456789012:role/Global-OrdersCapacityScheduleRole-0a1b"
+    given = {**props("us-east-1", action("launch-raise", "write", 400)), "RoleArn": role}
+    tagger = Tagger(moto_endpoint, "us-east-1", targets["us-east-1"])
+    as_role = create_as_role(targets, tagger, given)
+    unread, stuck, *freed = tagger.arns(TABLE)
+    tags = {"Tags": {TARGET_TAG: TABLE, OWNER_TAG: role}}
+    tagger.stubber.add_client_error("list_tags_for_resource", "AccessDeniedException", "scp")
+    for arn in (stuck, *freed):
+        tagger.stubber.add_response("list_tags_for_resource", tags, {"ResourceARN": arn})
+    tagger.stubber.add_client_error("untag_resource", "ValidationException", "not now")
+    for arn in freed:
+        tagger.stubber.add_response(
+            "untag_resource", {}, {"ResourceARN": arn, "TagKeys": [TARGET_TAG, OWNER_TAG]}
+        )
+    # WHEN the resource is deleted THEN its action is gone and every target's tags are
+    # tried, and the Delete fails, naming the target whose tags it could not read (kept)
+    # and the one whose tags it could not remove
+    with tagger.stubber, recorded_events() as events:
+        with pytest.raises(ReplicaScheduleError) as raised:
+            on_event(
+                event("Delete", given),
+                None,
+                targets.__getitem__,
+                lambda _: tagger.client,
+                as_role=as_role,
+            )
+        tagger.stubber.assert_no_pending_responses()
+    assert ours(targets["us-east-1"]) == set()
+    assert str(raised.value) == (
+        f"table '{TABLE}' in 'us-east-1': ReplicaScheduleError: the Delete left targets "
+        f"whose tags it could not read (their tags kept): {unread} (ClientError: 'An error "
+        "occurred (AccessDeniedException) when calling the ListTagsForResource operation: "
+        f"scp'); targets whose tags it could not remove: {stuck} (ValidationException: 'An "
+        "error occurred (ValidationException) when calling the UntagResource operation: not "
+        "now')"
+    )
+    (left,) = [e for e in events if e["event"] == "replica-schedule-left"]
+    assert left["actions"] == [] and len(left["tags"]) == 2
+    assert [e["event"] for e in events][-1] == "replica-schedule-failed"
+
+
+def test_a_delete_tries_every_delete_and_untag_and_fails_naming_the_actions_left(
+    targets: dict[str, Any], moto_endpoint: str
+) -> None:
+    # GIVEN a replica's actions on the table's read target and 30 on its write target, and a
+    # Delete whose deletes are denied (the moto server checks every call against IAM: the
+    # resource's credentials may only read), whose GSI's targets carry none of the
+    # library's actions
+    autoscaling = targets["us-east-1"]
+    names = {"read": ["r"], "write": [f"w{n:02}" for n in range(30)]}
+    given = props("us-east-1", *(action(n, d, 9) for d in names for n in names[d]))
+    for dim, named in names.items():
+        for name in named:
+            autoscaling.put_scheduled_action(
+                ServiceNamespace="dynamodb",
+                ScheduledActionName=f"{ACTION_PREFIX}{name}",
+                ResourceId=resource_id(TABLE, None),
+                ScalableDimension=scalable_dimension(None, dim),
+                Schedule="cron(45 8 ? * MON-FRI *)",
+                ScalableTargetAction={"MinCapacity": 9},
+            )
+    every = [f"{ACTION_PREFIX}{n}" for named in names.values() for n in named]
+    tagger = Tagger(moto_endpoint, "us-east-1", autoscaling)
+    free = sorted(
+        t["ScalableTargetARN"]
+        for t in autoscaling.describe_scalable_targets(
+            ServiceNamespace="dynamodb", ResourceIds=[resource_id(TABLE, INDEX)]
+        )["ScalableTargets"]
+    )
+    for arn in free:
+        tagger.stubber.add_response(
+            "list_tags_for_resource", {"Tags": {TARGET_TAG: TABLE}}, {"ResourceARN": arn}
+        )
+    for arn in free:
+        tagger.stubber.add_response(
+            "untag_resource", {}, {"ResourceARN": arn, "TagKeys": [TARGET_TAG]}
+        )
+    asked: list[str] = []
+    with reading_only(moto_endpoint) as reader, recorded_events() as events:
+        reader.meta.events.register(
+            "provide-client-params.application-autoscaling.DeleteScheduledAction",
+            lambda params, **_: asked.append(params["ScheduledActionName"]),
+        )
+        # WHEN it is deleted
+        with tagger.stubber, pytest.raises(ReplicaScheduleError) as raised:
+            on_event(event("Delete", given), None, lambda _: reader, lambda _: tagger.client)
+        # THEN every delete is tried, and the GSI's targets are untagged
+        tagger.stubber.assert_no_pending_responses()
+    assert asked == every
+    # and the Delete fails naming the actions left, its reason cut short of what
+    # CloudFormation takes (4,096 bytes, the provider's stack trace included); the log
+    # names every one
+    said = str(raised.value)
+    assert said.startswith(
+        f"table '{TABLE}' in 'us-east-1': ReplicaScheduleError: the Delete left actions not "
+        f"deleted: {every[0]} (ClientError: 'An error occurred (403) when calling the "
+        "DeleteScheduledAction operation: "
+    ), said
+    assert f"), {every[1]} (ClientError: 'An error occurred (403) " in said
+    assert len(said) <= REASON_CHARS + 100
+    assert said.endswith(" characters); the function's log has it whole (replica-schedule-failed)")
+    (left,) = [e for e in events if e["event"] == "replica-schedule-left"]
+    assert [a.split(" ")[0] for a in left["actions"]] == every and left["tags"] == []
+    (failed,) = [e for e in events if e["event"] == "replica-schedule-failed"]
+    assert all(name in failed["error"] for name in every)
+    # (the actions are still there: removed here for the tests after)
+    for dim, named in names.items():
+        for name in named:
+            autoscaling.delete_scheduled_action(
+                ServiceNamespace="dynamodb",
+                ScheduledActionName=f"{ACTION_PREFIX}{name}",
+                ResourceId=resource_id(TABLE, None),
+                ScalableDimension=scalable_dimension(None, dim),
+            )
+
+
+@contextmanager
+def reading_only(moto_endpoint: str) -> Iterator[Any]:
+    """An Application Auto Scaling client of a user who may only describe, while the moto
+    server checks every call against IAM (its ``reset-auth``); unchecked again
+    afterwards."""
+    iam = local_aws.client(moto_endpoint, "iam")
+    iam.create_user(UserName="reader")
+    iam.put_user_policy(
+        UserName="reader",
+        PolicyName="read",
+        PolicyDocument=allow("application-autoscaling:Describe*"),
+    )
+    key = iam.create_access_key(UserName="reader")["AccessKey"]
+    client = boto3.client(
+        "application-autoscaling",
+        region_name="us-east-1",
+        endpoint_url=moto_endpoint,
+        aws_access_key_id=key["AccessKeyId"],
+        aws_secret_access_key=key["SecretAccessKey"],
+    )
+    reset = f"{moto_endpoint}/moto-api/reset-auth"
+    requests.post(reset, data="0", timeout=10).raise_for_status()
+    try:
+        yield client
+    finally:
+        requests.post(reset, data="inf", timeout=10).raise_for_status()
 
 
 def test_a_delete_after_its_targets_are_gone_asks_for_nothing_on_them(

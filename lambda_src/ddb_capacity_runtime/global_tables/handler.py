@@ -11,7 +11,8 @@ The custom resource of one replica of a global table (``GlobalTableCapacity``), 
   every new action (a put replaces an action of the same name). A new table or Region is a
   new resource: CloudFormation then deletes the old one.
 - Delete: delete the actions of the properties (one already gone, or on a target gone, is
-  skipped) and the tags of the targets that are this resource's alone.
+  skipped) and the tags of the targets that are this resource's alone, each tried whatever
+  the others do; any left (or a target whose tags cannot be read) fails it, named.
 
 Each call is made as the role the resource names (``RoleArn``: its GlobalTableCapacity's
 own, which may tag and schedule only that table's targets in its Regions), assumed for the
@@ -35,7 +36,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -43,7 +44,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..aws import scheduled_actions as calls
 from ..aws.clients import assumed_autoscaling, autoscaling_client
 from ..aws.error_codes import error_code
-from ..core.errors import ReplicaScheduleError, shown, with_notes
+from ..core.errors import ReplicaScheduleError, shown, shown_text, with_notes
 from ..core.names import OWNER_TAG, TARGET_TAG
 from ..events import log_event
 from .replica_actions import (
@@ -62,6 +63,8 @@ ClientOf = Callable[[str], "ApplicationAutoScalingClient"]
 Clients = tuple["ApplicationAutoScalingClient", "ApplicationAutoScalingClient"]
 """A Region's client, and the one that tags its targets."""
 T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
+R = TypeVar("R")
 SESSION_NAME = "ddb-capacity-replica-schedule"
 """The session name of the role the function assumes (CloudTrail shows it)."""
 DENIED = frozenset({"AccessDeniedException", "AccessDenied"})
@@ -74,13 +77,17 @@ PERMISSION_WAIT_S = 60
 created beside it, or IAM applying it), asking again every `PERMISSION_POLL_S`, and never
 into the function's last `CLEANUP_MS`."""
 PERMISSION_POLL_S = 5
+REASON_CHARS = 2_000
+"""The most characters of the reason a failed event gives CloudFormation, which takes a
+custom resource's response of at most 4,096 bytes (the provider framework adds its own stack
+trace); the function's log (``replica-schedule-failed``) has it whole."""
 
 
 @contextmanager
 def _failures(event: Mapping[str, Any]) -> Iterator[None]:
     """Every failure logged (``replica-schedule-failed``) and raised as a
     `ReplicaScheduleError` naming the table, the Region and the cause, which the provider
-    sends CloudFormation as the reason."""
+    sends CloudFormation as the reason (cut to `REASON_CHARS`)."""
     props = event.get("ResourceProperties")
     props = props if isinstance(props, Mapping) else {}
     where = f"table {shown(props.get('TableName'), 80)} in {shown(props.get('Region'), 40)}"
@@ -95,7 +102,11 @@ def _failures(event: Mapping[str, Any]) -> Iterator[None]:
             where=where,
             error=f"{type(exc).__name__}: {exc}",
         )
-        raise ReplicaScheduleError(f"{where}: {with_notes(exc)}") from exc
+        reason = f"{where}: {with_notes(exc)}"
+        if len(reason) > REASON_CHARS:
+            reason = f"{shown_text(reason, REASON_CHARS)}; the function's log has it whole "
+            reason += "(replica-schedule-failed)"
+        raise ReplicaScheduleError(reason) from exc
 
 
 def on_event(
@@ -285,12 +296,11 @@ def _undo(
 ) -> None:
     """Delete every action of ``done`` (each tried, whatever the others do); any that stays
     is named in a note on ``cause`` and logged (``replica-schedule-left``)."""
-    left = []
-    for action in done:
-        try:
-            calls.delete_action(autoscaling, s.table, action.index, action.dimension, action.name)
-        except Exception as exc:
-            left.append(f"{action.name} ({type(exc).__name__}: {shown(str(exc), 120)})")
+    _, left = _each(
+        done,
+        lambda a: calls.delete_action(autoscaling, s.table, a.index, a.dimension, a.name),
+        lambda a: a.name,
+    )
     if left:
         log_event(
             "replica-schedule-left",
@@ -300,6 +310,22 @@ def _undo(
             actions=left,
         )
         cause.add_note(f"actions left on the targets: {', '.join(left)}")
+
+
+def _each(
+    items: Iterable[K], call: Callable[[K], R], name: Callable[[K], str]
+) -> tuple[dict[K, R], list[str]]:
+    """``call`` on every item of ``items``, each tried whatever the others do: what it
+    answered for each item it did not fail on, and each one it failed on, named (``name``)
+    with its error."""
+    answers: dict[K, R] = {}
+    failed = []
+    for item in items:
+        try:
+            answers[item] = call(item)
+        except Exception as exc:
+            failed.append(f"{name(item)} ({type(exc).__name__}: {shown(str(exc), 120)})")
+    return answers, failed
 
 
 def _update(
@@ -334,54 +360,67 @@ def _delete(
     that are this resource's alone: a target that still carries the library's actions, or
     whose `OWNER_TAG` names another role, is another resource's now (the construct renamed
     or moved: its new resource was created, and tagged the targets, before this one's
-    Delete)."""
+    Delete). Every delete and untag is tried whatever the others do; any that failed, and
+    any target whose tags could not be read (kept: unknown data never frees a target), is
+    logged (``replica-schedule-left``) and fails the Delete, named in its error: CloudFormation
+    reports it, and the function's ``Errors`` alarm fires."""
     targets = calls.targets_of(autoscaling, s.table, s.indexes)
     there = [a for a in s.actions if (a.index, a.dimension) in targets]
-    deleted = [
-        a.name
-        for a in there
-        if calls.delete_action(autoscaling, s.table, a.index, a.dimension, a.name)
-    ]
+    answers, actions_left = _each(
+        there,
+        lambda a: calls.delete_action(autoscaling, s.table, a.index, a.dimension, a.name),
+        lambda a: a.name,
+    )
     kept = calls.with_actions(autoscaling, s.table, s.indexes, ACTION_PREFIX)
     free = sorted(arn for key, arn in targets.items() if key not in kept)
-    ours = [arn for arn in free if _tagged_by(_tags_or_none(tagger, arn, s), s)]
-    calls.untag_targets(tagger, ours, owned=s.role_arn is not None)
+    ours, unread, not_untagged = _untag_own(tagger, s, free)
+    left = {
+        "actions not deleted": actions_left,
+        "targets whose tags it could not read (their tags kept)": unread,
+        "targets whose tags it could not remove": not_untagged,
+    }
+    if any(left.values()):
+        log_event(
+            "replica-schedule-left",
+            level=logging.ERROR,
+            table=s.table,
+            region=s.region,
+            actions=actions_left,
+            tags=unread + not_untagged,
+        )
+        said = "; ".join(f"{what}: {', '.join(names)}" for what, names in left.items() if names)
+        raise ReplicaScheduleError(f"the Delete left {said}")
     log_event(
         "replica-schedule-deleted",
         table=s.table,
         region=s.region,
-        deleted=deleted,
+        deleted=[a.name for a in there if answers[a]],
         skipped=[a.name for a in s.actions if a not in there],
         tag_kept=sorted(f"{i or 'table'} {d}" for i, d in kept) + sorted(set(free) - set(ours)),
     )
 
 
-def _tags_or_none(
-    tagger: ApplicationAutoScalingClient, arn: str, s: ReplicaSchedule
-) -> Mapping[str, str] | None:
-    """The target's tags; None where they cannot be read (logged: its tags are then kept,
-    as unknown data never frees a target: a grant of the previous version, kept by a
-    resource deleted in the deploy that upgrades, has no ListTagsForResource)."""
-    try:
-        return calls.tags_of(tagger, arn)
-    except Exception as exc:
-        log_event(
-            "replica-schedule-tags-unread",
-            level=logging.WARNING,
-            table=s.table,
-            region=s.region,
-            target=arn,
-            error=f"{type(exc).__name__}: {shown(str(exc), 200)}",
-        )
-        return None
+def _untag_own(
+    tagger: ApplicationAutoScalingClient, s: ReplicaSchedule, free: list[str]
+) -> tuple[list[str], list[str], list[str]]:
+    """Remove the library's tags from the targets ``free`` (ARNs) whose tags are ``s``'s
+    (`_tagged_by`): each read, then each untagged, whatever the others do. The targets it
+    untagged (or tried to), then each it could not read the tags of (they are kept: unknown
+    data never frees a target), and each it could not untag, named with the error."""
+    tags, unread = _each(free, lambda arn: calls.tags_of(tagger, arn), lambda arn: arn)
+    ours = [arn for arn in free if arn in tags and _tagged_by(tags[arn], s)]
+    _, not_untagged = _each(
+        ours,
+        lambda arn: calls.untag_targets(tagger, [arn], owned=s.role_arn is not None),
+        lambda arn: arn,
+    )
+    return ours, unread, not_untagged
 
 
-def _tagged_by(tags: Mapping[str, str] | None, s: ReplicaSchedule) -> bool:
-    """Whether a target's ``tags`` (None: not read) are ``s``'s to remove: its `OWNER_TAG`
-    names ``s``'s role, or it has none and its `TARGET_TAG` names ``s``'s table (tagged
-    before the roles were, or by a resource of no role)."""
-    if tags is None:
-        return False
+def _tagged_by(tags: Mapping[str, str], s: ReplicaSchedule) -> bool:
+    """Whether a target's ``tags`` are ``s``'s to remove: its `OWNER_TAG` names ``s``'s
+    role, or it has none and its `TARGET_TAG` names ``s``'s table (tagged before the roles
+    were, or by a resource of no role)."""
     owner = tags.get(OWNER_TAG)
     if owner is not None:
         return s.role_arn is not None and owner == s.role_arn
