@@ -11,7 +11,8 @@ their limits (the table and its target in moto, the hold store in dynalite):
   sent, naming the field, the value and the range;
 - a table lowered between the request's read of it and the record of its hold (the settle
   step of PROVISION_THEN_SETTLE, which read the hold store before that record) is raised
-  again before the request returns."""
+  again before the request returns; one busy with another update, or unread, at the
+  level the request reached keeps the hold, and one below it never answers the request."""
 
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ from ddb_capacity_runtime.core.holds import (
 from ddb_capacity_runtime.core.names import MAX_TABLE_QUOTA
 from ddb_capacity_runtime.requests import (
     CapacityRequestError,
+    CapacityRequestTimeout,
     request_capacity,
     restore_expired,
 )
@@ -264,3 +266,81 @@ def test_a_table_lowered_while_the_hold_is_recorded_is_raised_again(world: World
     assert world.throughput(name) == (400, 5)
     assert world.target_min(name, "read") == 400
     assert [(c["via"], c["from"], c["to"]) for c in hold.changes][-1] == ("update-table", 100, 400)
+
+
+def seen_after_the_record(world: World, name: str, case: str) -> list[int]:
+    """DescribeTable of ``name``, once the request records its hold, as ``case`` says:
+    ``updating`` (UPDATING, its read as it is: another dimension's update in flight),
+    ``unreadable`` (a read refused with a server's error, which may pass), or
+    ``updating-below`` (once, UPDATING with its read at 100: a decrease landing). The hold
+    writes seen."""
+    seen: list[int] = []
+    shown: list[int] = []
+
+    def record(params: dict[str, Any], **_: Any) -> None:
+        if ":h" in params.get("ExpressionAttributeValues", {}):
+            seen.append(1)
+
+    def described(parsed: dict[str, Any], **_: Any) -> None:
+        table = parsed.get("Table", {})
+        if not seen or table.get("TableName") != name or (case == "updating-below" and shown):
+            return
+        shown.append(1)
+        table["TableStatus"] = "UPDATING"
+        if case == "updating-below":
+            table["ProvisionedThroughput"]["ReadCapacityUnits"] = 100
+
+    def refused(**_: Any) -> None:
+        if seen:
+            raise ClientError(
+                {"Error": {"Code": "InternalServerError", "Message": "try again"}}, "DescribeTable"
+            )
+
+    world.store_ddb.meta.events.register("provide-client-params.dynamodb.UpdateItem", record)
+    if case == "unreadable":
+        world.ddb.meta.events.register("before-parameter-build.dynamodb.DescribeTable", refused)
+    else:
+        world.ddb.meta.events.register("after-call.dynamodb.DescribeTable", described)
+    return seen
+
+
+@pytest.mark.parametrize("case", ["updating", "unreadable"])
+def test_a_level_reached_is_kept_though_the_table_is_busy_or_unread_after_the_record(
+    world: World, case: str
+) -> None:
+    # GIVEN a table at 2,000 reads, auto-scaled from a minimum of 100, which DescribeTable
+    # shows UPDATING from the moment a request records its hold until its timeout (another
+    # dimension's update; its read still 2,000), or cannot be read then (a server's error)
+    name = world.table("Busy", 2_000, 5, tagged=False)
+    world.target(name, "read", 100, 40_000)
+    seen = seen_after_the_record(world, name, case)
+    # WHEN a worker asks for 400 read units, waiting a second at most
+    hold = request_capacity(
+        name,
+        read=400,
+        clients=world.clients,
+        store=world.store,
+        poll_seconds=0.1,
+        timeout=timedelta(seconds=1),
+    )
+    # THEN the request answers with the level it reached, and keeps its hold: nothing but
+    # an update of something else, or a read that may pass, stood in its way
+    assert seen, "no hold was recorded"
+    assert hold.levels == {"read": 400}
+    assert stored(world, name)[(None, "read")].holds[0].id == hold.id
+    assert world.target_min(name, "read") == 400
+
+
+def test_a_level_not_there_after_the_record_is_never_claimed(world: World) -> None:
+    # GIVEN a table at 2,000 reads that DescribeTable shows UPDATING with its read at 100
+    # once a request records its hold (a decrease landing), until the request's timeout
+    name = world.table("Lowering", 2_000, 5, tagged=False)
+    seen = seen_after_the_record(world, name, "updating-below")
+    # WHEN a worker asks for 400 read units, waiting not at all: THEN it times out, and
+    # its hold is withdrawn; the capacity it asked for is not claimed
+    with pytest.raises(CapacityRequestTimeout, match="capacity not reached before the timeout"):
+        request_capacity(
+            name, read=400, clients=world.clients, store=world.store, timeout=timedelta(0)
+        )
+    assert seen, "no hold was recorded"
+    assert (None, "read") not in stored(world, name)

@@ -24,7 +24,7 @@ from ..aws.discovery import (
     describe_table,
     table_targets,
 )
-from ..aws.error_codes import describe_error, error_code
+from ..aws.error_codes import describe_error, error_code, meaning
 from ..aws.minimum import set_minimum
 from ..core.deadline import NONE, Deadline
 from ..core.errors import shown
@@ -112,19 +112,36 @@ def read_table(
         ctx.sleep(ctx.poll_seconds)
 
 
-def still_has(ctx: Context, table: str, index: str | None, dimension: str, level: int) -> bool:
-    """Whether ``table`` (or its GSI ``index``), read again, is ACTIVE with ``dimension`` at
-    ``level`` at least: one DescribeTable, made once a hold is recorded on a table that was
-    read to have its level. A decrease sent between that read and the record (by a writer
-    that read the hold store before it: the settle step of ``PROVISION_THEN_SETTLE``) shows
-    here, as the table being updated or below the level; so does a read that fails. False
-    then: the request looks again, and raises the table where it was lowered."""
+def still_has(
+    ctx: Context, table: str, index: str | None, dimension: str, level: int, deadline: float
+) -> bool:
+    """Whether ``table`` (or its GSI ``index``), read again once a hold is recorded on a table
+    read to have ``level``, still has ``dimension`` there. False where it reads below it (a
+    decrease sent between that read and the record, by a writer that read the hold store
+    before it: the settle step) or fails for good: the request looks again, and raises it.
+    Being updated at the level (DynamoDB serves the capacity from before an update until it
+    lands), or a read that may pass, is read again each poll interval until ``deadline``;
+    past it the level stands, logged (a decrease in flight is put back by its sender)."""
+    while (seen := _seen(ctx, table, index, dimension, level)) is None:
+        if ctx.clock() >= deadline:
+            log_event("hold-level-unconfirmed", level=logging.WARNING, table=table, units=level)
+            return True
+        ctx.sleep(ctx.poll_seconds)
+    return seen
+
+
+def _seen(ctx: Context, table: str, index: str | None, dimension: str, level: int) -> bool | None:
     try:
         raw = table_calls.describe(ctx.clients.dynamodb, table)
+    except Exception as exc:
+        return False if meaning(exc).final else None
+    try:
         status = (raw.get("TableStatus"), spec_of(raw, index).get("IndexStatus", "ACTIVE"))
-        return status == ("ACTIVE", "ACTIVE") and units_of(raw, index)[dimension] >= level
-    except Exception:  # looked at again, through the reads that say what failed
+        if units_of(raw, index)[dimension] < level:
+            return False
+    except (KeyError, ValueError):
         return False
+    return True if status == ("ACTIVE", "ACTIVE") else None
 
 
 def current_traffic(

@@ -371,9 +371,9 @@ def _hold(
             step = True if managed is None else _raise(ctx, store, lease, managed, new, done)
         if not isinstance(step, bool):
             want, recorded = step
-            if still_has(ctx, table, index, dim, want):
+            if still_has(ctx, table, index, dim, want, deadline):
                 return want, done, recorded
-            step = True  # lowered, or being updated, since it was read: as below
+            step = True  # lowered since it was read: as below
         # Another update in flight: wait a poll interval. Then wait until ACTIVE, and look
         # again (a hold recorded meanwhile by another requester is added too).
         if step:
