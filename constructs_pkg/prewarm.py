@@ -22,6 +22,7 @@ from constructs import Construct
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.core.names import METRICS_NAMESPACE
 from ddb_capacity_runtime.settle.settle_plan import (
+    FINISH_S,
     SETTLE_FUNCTION_DIMENSION,
     SETTLE_LEFT,
     SETTLE_WAIT_S,
@@ -41,9 +42,11 @@ if TYPE_CHECKING:
 PROVIDER_ID = "CapacitySettleProvider"
 QUERY_INTERVAL = Duration.seconds(10)
 """How often the provider asks whether the table is ACTIVE and settled."""
-TOTAL_TIMEOUT = Duration.seconds(SETTLE_WAIT_S + 60)
-"""The provider's own time limit: a minute more than the settle step waits for its table
-(`SETTLE_WAIT_S`), so the step's own error, naming the table's status, comes first."""
+TOTAL_TIMEOUT = Duration.seconds(SETTLE_WAIT_S + FINISH_S + 2 * QUERY_INTERVAL.to_seconds())
+"""The provider's own time limit (it counts its calls: their time only adds to it): a minute
+more than the settle step waits for its table (`SETTLE_WAIT_S`). A step whose own decrease is
+still in flight then waits `FINISH_S` more, and the provider asks twice after that, so the
+step's own answer (done, or an error naming the table's status) comes first."""
 SERVICE_MARGIN = Duration.minutes(2)
 """What CloudFormation waits for the provider beyond its time limit."""
 ANSWERED_BY_PROVIDER = (
@@ -279,8 +282,9 @@ def _settle_left_alarm(
             says(
                 "The settle step of PROVISION_THEN_SETTLE left a dimension at its high-water "
                 "mark: what bounds its lowering (its traffic, its minimum now, its capacity "
-                "holds) could not be read, so it was not lowered, or rose while it was being "
-                "lowered, so it was put back; the deploy went on"
+                "holds) could not be read, or the table was ACTIVE too late in the step, so it "
+                "was not lowered; or that bound rose while it was being lowered, so it was put "
+                "back; the deploy went on"
             ),
             look=(
                 "the settle-left warnings (table, index, dimension, reason, consequence) in "
@@ -291,7 +295,9 @@ def _settle_left_alarm(
                 "fix what the reason names (AccessDenied: redeploy the stack's policies); "
                 "auto scaling lowers an auto-scaled dimension as its traffic allows, but a "
                 "fixed one (no scalable target) stays at its mark until you lower it with "
-                "aws dynamodb update-table (the runbook gives the command)"
+                "aws dynamodb update-table (the runbook gives the command); one whose "
+                "consequence says to raise it, raise it to its mark where its holds or minimum "
+                "are above it"
             ),
         ),
     )

@@ -86,8 +86,8 @@ _SETTLE_DEFAULTS = {
         shortest=Duration.seconds(60),
         why="each call of the settle step makes one DescribeTable, at most one UpdateTable, one "
         "GetMetricData (an Update), one DescribeScalableTargets, for a table a CapacityRequests "
-        "serves up to 2 pages of its hold store's Query (48 s at most together; read again after "
-        "it lowers only in the time left; the provider waits between calls): at least 1 minute, "
+        "serves up to 2 pages of its hold store's Query (48 s at most together; what it lowered is "
+        "read again at a later call; the provider waits between calls): at least 1 minute, "
         "and Lambda's longest is 15 minutes",
     )
 }

@@ -18,8 +18,10 @@ os.environ.setdefault("CDK_DISABLE_CLI_TELEMETRY", "true")
 
 import subprocess
 import sys
+import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -196,3 +198,43 @@ def cfn_event(request_type: str, properties: dict[str, Any]) -> dict[str, Any]:
         "ResourceType": "Custom::CapacitySettle",
         "ResourceProperties": {"ServiceToken": "arn", **properties},
     }
+
+
+def dated_decreases(client: Any, clock: Callable[[], float] = time.time) -> None:
+    """DescribeTable through ``client`` (a moto server's DynamoDB) dates each decrease sent
+    through it, per table and GSI (``LastDecreaseDateTime``, at ``clock``), as DynamoDB does
+    and moto does not: the settle step knows from it that it has lowered."""
+    dated: dict[tuple[str, str | None], datetime] = {}
+    plain = local_aws.client(client.meta.endpoint_url, "dynamodb")
+
+    def sent(params: dict[str, Any], **_: Any) -> None:
+        name = params["TableName"]
+        table = plain.describe_table(TableName=name)["Table"]
+        now = {None: table["ProvisionedThroughput"]}
+        now.update(
+            {
+                g["IndexName"]: g["ProvisionedThroughput"]
+                for g in table.get("GlobalSecondaryIndexes", [])
+            }
+        )
+        asked = {None: params.get("ProvisionedThroughput")}
+        for update in params.get("GlobalSecondaryIndexUpdates", []):
+            gsi = update.get("Update", {})
+            asked[gsi.get("IndexName")] = gsi.get("ProvisionedThroughput")
+        for index, throughput in asked.items():
+            if throughput and any(throughput[k] < now[index][k] for k in throughput):
+                dated[(name, index)] = datetime.fromtimestamp(clock(), UTC)
+
+    def described(parsed: dict[str, Any], **_: Any) -> None:
+        table = parsed.get("Table", {})
+        specs = [
+            (None, table),
+            *((g.get("IndexName"), g) for g in table.get("GlobalSecondaryIndexes", [])),
+        ]
+        for index, spec in specs:
+            when = dated.get((table.get("TableName"), index))
+            if when is not None:
+                spec["ProvisionedThroughput"]["LastDecreaseDateTime"] = when
+
+    client.meta.events.register("provide-client-params.dynamodb.UpdateTable", sent)
+    client.meta.events.register("after-call.dynamodb.DescribeTable", described)

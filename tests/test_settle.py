@@ -21,6 +21,7 @@ from ddb_capacity_runtime.settle.handler import (
     settle_table,
 )
 from ddb_capacity_runtime.settle.settle_plan import (
+    LOWER_BY_S,
     PERMISSION_WAIT_S,
     SETTLE_WAIT_S,
     SettleTarget,
@@ -28,14 +29,15 @@ from ddb_capacity_runtime.settle.settle_plan import (
     plan_settle,
 )
 
-from .conftest import cfn_event
+from .conftest import cfn_event, dated_decreases
+from .test_settle_live import LOWERED
 
 
 def description(
     read: int, write: int, gsis: dict[str, tuple[int, int]] | None = None, status: str = "ACTIVE"
 ) -> dict[str, Any]:
-    """A table created at 990 s past the epoch (the stubbed events' step begins at 1000 s
-    less `SETTLE_WAIT_S`)."""
+    """A table created at 990 s past the epoch (the stubbed events' step begins at their
+    SettleBy less `SETTLE_WAIT_S`, before it)."""
     return {
         "TableName": "orders",
         "TableStatus": status,
@@ -163,7 +165,9 @@ def test_targets_refuse_two_of_one_dimension() -> None:
 
 @pytest.fixture
 def dynamodb(aws_client: Any) -> Any:
-    return aws_client("dynamodb")
+    client = aws_client("dynamodb")
+    dated_decreases(client)
+    return client
 
 
 def create_at_mark(dynamodb: Any) -> str:
@@ -360,7 +364,7 @@ def test_an_update_in_flight_is_waited_out() -> None:
     client = stubbed()
     event = {
         **cfn_event("Create", {"TableName": "orders", "Targets": ORDERS_TARGETS}),
-        "Data": {"SettleBy": "1000"},
+        "Data": {"SettleBy": IN_TIME},
     }
     with Stubber(client) as stubber:
         stubber.add_response("describe_table", {"Table": description(10, 10)})
@@ -398,7 +402,7 @@ def test_a_denial_just_after_the_step_began_is_waited_out(denied: str) -> None:
         ]
         stubber.assert_no_pending_responses()
     # THEN the denial is waited out, not a failed deploy, and the table is settled once
-    assert answers == [{"IsComplete": False}, {"IsComplete": True, "Data": {"Settled": "true"}}]
+    assert answers == [{"IsComplete": False}, LOWERED]
 
 
 def test_a_denial_that_lasts_fails_the_step_naming_the_grant() -> None:
@@ -471,6 +475,9 @@ def stubbed() -> Any:
 ORDERS_TARGETS = [
     {"Index": "", "Dimension": "read", "HighWaterMark": "10", "Operating": "2"},
 ]
+IN_TIME = str(1000 + LOWER_BY_S)
+"""The SettleBy of a step asked at 999 s that may still lower its table (it lowers only with
+`LOWER_BY_S` left)."""
 
 
 def test_is_complete_waits_through_creating_and_backfilling() -> None:
@@ -482,7 +489,7 @@ def test_is_complete_waits_through_creating_and_backfilling() -> None:
     active = description(10, 10, {"byG": (1, 1)})
     event = {
         **cfn_event("Create", {"TableName": "orders", "Targets": ORDERS_TARGETS}),
-        "Data": {"SettleBy": "1000"},
+        "Data": {"SettleBy": IN_TIME},
     }
     answers = []
     with Stubber(client) as stubber:
@@ -500,11 +507,8 @@ def test_is_complete_waits_through_creating_and_backfilling() -> None:
             answers.append(is_complete(event, None, dynamodb=client, clock=lambda: 999.0))
         stubber.assert_no_pending_responses()
     # THEN it is not done while the table or its GSI is not ACTIVE, then settles it once
-    assert answers == [
-        {"IsComplete": False},
-        {"IsComplete": False},
-        {"IsComplete": True, "Data": {"Settled": "true"}},
-    ]
+    # (and reads its floors again at a later call)
+    assert answers == [{"IsComplete": False}, {"IsComplete": False}, LOWERED]
 
 
 def test_is_complete_fails_a_table_not_active_in_time() -> None:
@@ -546,7 +550,7 @@ def test_an_update_judges_a_new_table_by_its_date_and_unreadable_old_properties_
         **cfn_event("Update", {"TableName": "orders", "Targets": ORDERS_TARGETS}),
         "OldResourceProperties": {"ServiceToken": "arn", **old},
         "PhysicalResourceId": "orders-settle",
-        "Data": {"SettleBy": "1000"},
+        "Data": {"SettleBy": IN_TIME},
     }
     with Stubber(client) as stubber:
         stubber.add_response("describe_table", {"Table": description(10, 10)})
@@ -556,7 +560,7 @@ def test_an_update_judges_a_new_table_by_its_date_and_unreadable_old_properties_
         # that cannot be read
         answer = is_complete(event, None, dynamodb=client, clock=lambda: 999.0)
         stubber.assert_no_pending_responses()
-    assert answer == {"IsComplete": True, "Data": {"Settled": "true" if settled else "false"}}
+    assert answer == (LOWERED if settled else {"IsComplete": True, "Data": {"Settled": "false"}})
 
 
 @pytest.mark.parametrize(

@@ -12,13 +12,13 @@ After: what was read before is already old when the UpdateTable lands. A capacit
 records its hold first and raises the table (or its scalable target's minimum) after, and
 only where the table it read lacks the capacity: one that read the table at its mark, before
 the step lowered it, records its hold and raises nothing. A scheduled action, the scaler or a
-request of another stack may raise a minimum at any time too. So once it has lowered
-dimensions, the step reads their floors again (each auto-scaled one's MinCapacity, and with a
-hold store every one's holds), and reads them at each later call for any dimension of this
-deploy below its mark: one whose floor rose above its capacity, or that can no longer be
-read, is put back at its mark (`risen`; the handler's raise back). What a request records
-after that second read, it sees for itself: it reads the table again once its hold is
-recorded (`requests.context.still_has`), and raises it where it was lowered meanwhile.
+request of another stack may raise a minimum at any time too. So at a later call, once the
+table is ACTIVE again, the step reads the floors of what it lowered again (each auto-scaled
+one's MinCapacity, and with a hold store every one's holds): one whose floor rose above its
+capacity, or that can no longer be read, is put back at its mark (`risen`; `put_back`). What
+a request records after that second read, it sees for itself: it reads the table again once
+its hold is recorded (`requests.context.still_has`), and raises it where it was lowered
+meanwhile.
 """
 
 from __future__ import annotations
@@ -26,11 +26,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ..aws.clients import call_bound
 from ..core.errors import shown_text
-from .live_holds import MAX_HOLD_PAGES, held_levels
+from .live_holds import held_levels
 from .minimums import Minimums, live_minimums
 from .settle_plan import SettleTarget
 from .traffic import REASON_CHARS, Dim, Needs, traffic_needs
@@ -55,26 +54,6 @@ class Readers:
     cloudwatch: Callable[[], CloudWatchClient]
     autoscaling: Callable[[], ApplicationAutoScalingClient]
     holds: Callable[[], DynamoDBClient]
-
-    def bound(self, *, traffic: bool) -> float:
-        """The longest one pass of `read_floors` can take (with ``traffic``: one that reads
-        the traffic too), by its clients' own configuration (`aws.clients.call_bound`: every
-        attempt timing out); a client that cannot be made reads nothing (its read fails at
-        once)."""
-        makers: list[Callable[[], Any]] = [self.autoscaling]
-        if traffic and not self.new:
-            makers.append(self.cloudwatch)
-        if self.store is not None:
-            makers += [self.holds] * MAX_HOLD_PAGES
-        return sum(_call_bound(make) for make in makers)
-
-
-def _call_bound(make: Callable[[], Any]) -> float:
-    """The longest one call of the client ``make`` makes can take (0 for one not made)."""
-    try:
-        return call_bound(make())
-    except Exception:  # no client: its read fails at once, and says why
-        return 0.0
 
 
 When = tuple[float, bool]
@@ -143,18 +122,21 @@ def risen(
 ) -> dict[Dim, int]:
     """Each of ``targets`` whose floor now (``floors``: its MinCapacity, its holds' level) is
     above its level in ``levels``, or cannot be read: the level it goes back to, its
-    high-water mark (or its floor, where that is higher). Pure."""
+    high-water mark. Never the floor itself, where that is higher: a hold's level is
+    untrusted (the widest any store allows may exceed the account's quota, and fail the
+    UpdateTable), while the mark is what the table held minutes before; a request, or auto
+    scaling for a MinCapacity, raises it further. Pure."""
     back: dict[Dim, int] = {}
     for t in targets:
         floor = max(floors.minimums.get(t.key, 0), floors.held.get(t.key, 0))
         if t.key in floors.left or floor > levels[t.key]:
-            back[t.key] = max(t.high_water_mark, floor)
+            back[t.key] = t.high_water_mark
     return back
 
 
-def why_risen(t: SettleTarget, level: int, floors: Needs) -> str:
+def why_risen(t: SettleTarget, level: int, floors: Needs, done: str = "put back") -> str:
     """Why ``t``, at ``level``, goes back to its mark (`risen`): its floor now, or why that
-    cannot be read (at most `traffic.REASON_CHARS` characters)."""
+    cannot be read, then what was ``done`` (at most `traffic.REASON_CHARS` characters)."""
     where = f"at {level:,}, below its mark"
     if t.key in floors.left:
         why = f"{where}, and its floor could not be read ({floors.left[t.key]})"
@@ -165,4 +147,4 @@ def why_risen(t: SettleTarget, level: int, floors: Needs) -> str:
             *([f"its active capacity holds are at {held:,}"] if held > level else []),
         ]
         why = f"{where}, while {' and '.join(said)}"
-    return shown_text(f"{why}: put back", REASON_CHARS)
+    return shown_text(f"{why}: {done}", REASON_CHARS)

@@ -33,13 +33,16 @@ error that may pass, a throttle or a denial while IAM applies the step's grant, 
 again at the next call for `PERMISSION_WAIT_S` first).
 
 What it read may change before its UpdateTable lands: a capacity request records a hold on
-a table it found at its mark, and raises nothing. So once it has lowered, the step reads the
-floors of what it lowered again (`floors.read_floors`); a dimension whose floor rose above the
-level it was lowered to, or can no longer be read, is put back at its mark (or that floor,
-if higher) at the next call, once the table is ACTIVE again (`_raise_back`). Every
-dimension left at its mark, or put back there, is logged (``settle-left``: auto scaling
-lowers an auto-scaled one; a fixed one stays there until someone lowers it) and counted
-once (`SETTLE_LEFT`), which the step's alarm watches.
+a table it found at its mark, and raises nothing. So once it has lowered, the step answers
+to wait, and a later call, once the table is ACTIVE again, reads the floors of what it
+lowered again (`put_back.after_lowering`): a dimension whose floor rose above its capacity,
+or can no longer be read, is put back at its mark. A call knows the step has lowered from
+the table's own dates of its decreases (`put_back.decreased_since`): it lowers nothing more.
+The step lowers only with `LOWER_BY_S` left before its SettleBy, and once it has, its own
+decrease still in flight at SettleBy fails no deploy. Every dimension left at its mark, or
+put back there, is logged (``settle-left``: auto scaling lowers an auto-scaled one; a fixed
+one stays there until someone lowers it) and counted once, by the call that decides it
+(`SETTLE_LEFT`), which the step's alarm watches.
 
 Layers: `settle_plan.plan_settle` and `floors.risen` are pure; `settle_table` talks to
 DynamoDB through a client passed in; `on_event` and `is_complete` are the thin entry points
@@ -50,8 +53,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import math
-import os
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -69,38 +70,36 @@ from ..aws.clients import (
 from ..aws.error_codes import error_code
 from ..core.errors import HoldsUnread, shown, shown_text, with_notes
 from ..core.errors import SettleError as SettleError
-from ..core.names import METRICS_NAMESPACE, is_table_name, scope_label
-from ..core.tables import units_of
+from ..core.names import is_table_name
 from ..core.validators import whole_text
-from ..events import LAMBDA_ENV, count_in_lambda, log_event
-from .floors import Readers, When, read_floors, risen, why_risen
+from ..events import log_event
+from .floors import Readers, read_floors
+from .put_back import (
+    LOWERED,
+    Waiting,
+    Window,
+    after_lowering,
+    decreased_since,
+    is_active,
+    report_left,
+)
 from .settle_plan import (
+    LOWER_BY_S,
     PERMISSION_WAIT_S,
     PROVISIONED_WITHIN_S,
-    SETTLE_FUNCTION_DIMENSION,
-    SETTLE_LEFT,
     SETTLE_WAIT_S,
     SettleTarget,
     at_mark,
     parse_targets,
     plan_settle,
-    settle_levels,
     to_settle,
-    update_request,
 )
-from .traffic import REASON_CHARS, Dim, Needs
+from .traffic import REASON_CHARS, Needs
 
 if TYPE_CHECKING:
     from mypy_boto3_application_autoscaling import ApplicationAutoScalingClient
     from mypy_boto3_cloudwatch import CloudWatchClient
     from mypy_boto3_dynamodb import DynamoDBClient
-
-
-def _is_active(description: Mapping[str, Any]) -> bool:
-    return description["TableStatus"] == "ACTIVE" and all(
-        gsi.get("IndexStatus", "ACTIVE") == "ACTIVE"
-        for gsi in description.get("GlobalSecondaryIndexes", [])
-    )
 
 
 def settle_table(
@@ -235,8 +234,9 @@ def is_complete(
     holds: DynamoDBClient | None = None,
 ) -> dict[str, Any]:
     """The provider's call every few seconds until done: settles the table once it and its
-    GSIs are ACTIVE (``Data.Settled`` says whether an UpdateTable was sent); a table not
-    ACTIVE by ``SettleBy`` fails the step. Delete is done at once. ``cloudwatch``,
+    GSIs are ACTIVE (``Data.Settled`` says whether the step lowered it), and once it has,
+    checks what it lowered at a later call; a table not ACTIVE by ``SettleBy`` (before the
+    step lowered it) fails the step. Delete is done at once. ``cloudwatch``,
     ``autoscaling`` and ``holds`` (a DynamoDB client of the hold store): the readers of a
     table's traffic, minimums and holds (default: the function's own)."""
     with _failures(event):
@@ -247,22 +247,17 @@ def is_complete(
         targets = parse_targets(props.get("Targets"))
         store = _hold_store(props)
         settle_by = _settle_by(event, name, clock())
+        window = Window(clock, settle_by - SETTLE_WAIT_S, settle_by)
         try:
             settled = _settle_when_active(
-                event,
-                (name, store),
-                targets,
-                settle_by,
-                (dynamodb, cloudwatch, autoscaling, holds),
-                (clock, _time_left(context)),
+                event, (name, store), targets, window, (dynamodb, cloudwatch, autoscaling, holds)
             )
         except ClientError as exc:
-            status = _waited_out(exc, clock() - (settle_by - SETTLE_WAIT_S))
-        else:
-            if isinstance(settled, bool):
-                return {"IsComplete": True, "Data": {"Settled": "true" if settled else "false"}}
-            status = settled
-        if clock() > settle_by:
+            settled = _waited_out(exc, clock() - window.began), window.settle_by
+        if isinstance(settled, bool):
+            return {"IsComplete": True, "Data": {"Settled": "true" if settled else "false"}}
+        status, until = settled
+        if clock() > until:
             raise TimeoutError(
                 f"table {name} not ACTIVE after {SETTLE_WAIT_S:.0f} s (status {status})"
             )
@@ -271,9 +266,10 @@ def is_complete(
 
 
 SETTLE_BY_SKEW_S = 300
-"""How far ``Data.SettleBy`` may lie outside the step's own window: a call after it fails the
-step (`is_complete`'s TimeoutError), so a legitimate one comes at most a poll interval and its
-latency past it; a second function's clock may differ from the first's by a little."""
+"""How far ``Data.SettleBy`` may lie outside the step's own window: a legitimate call comes at
+most the provider's last minute past it (a call after it fails a step that has not lowered:
+`is_complete`'s TimeoutError); a second function's clock may differ from the first's by a
+little."""
 
 
 def _settle_by(event: Mapping[str, Any], name: str, now: float) -> int:
@@ -309,73 +305,55 @@ def _settle_when_active(
     event: Mapping[str, Any],
     table: tuple[str, str | None],
     targets: list[SettleTarget],
-    settle_by: int,
+    window: Window,
     clients: Clients,
-    timing: tuple[Callable[[], float], Callable[[], float]],
-) -> bool | str:
-    """Whether the table (``table``: its name and its hold store's, if any) was settled (an
-    UpdateTable sent) once it and its GSIs are ACTIVE; its status while they are not, or
-    while the step waits. What bounds the lowering of the dimensions this deploy provisioned
-    still at their mark, and the floors of those below it, are read in one pass
-    (`floors.read_floors`: a hold read that meets an error that may pass, within
-    `PERMISSION_WAIT_S` of the step's first call, answers a status to wait on, read again at
-    the next call). A dimension below its mark whose floor rose above its capacity (or
-    cannot be read) is put back, and that call lowers nothing (`_raise_back`). Else those at
-    their mark are lowered, each one left there is logged and counted (`_left`, once the
-    UpdateTable went through: a call answered to wait counts none), and the floors of those
-    lowered are read again (`_checked`). ``timing``: the clock, and the seconds left of the
-    function's call (a read again that could outlast it is left to the next call)."""
-    name, clock, time_left = table[0], *timing
+) -> bool | Waiting:
+    """Whether the step lowered the table (``table``: its name and its hold store's, if
+    any), once it and its GSIs are ACTIVE; while it waits, its status and until when
+    (``window``: the step's time). Once the table shows a decrease since the step began,
+    the step has lowered: it lowers nothing more, and checks what it lowered
+    (`put_back.after_lowering`). Before, the dimensions this deploy provisioned still at
+    their mark are lowered, each no lower than what bounds it (`floors.read_floors`: a hold
+    read that meets an error that may pass, within `PERMISSION_WAIT_S` of the step's first
+    call, answers a status to wait on, read again at the next call), in one UpdateTable;
+    each one left there is logged and counted (`put_back.report_left`, once the UpdateTable
+    went through: a call answered to wait counts none), and the call answers to wait: a
+    later one reads the floors of what it lowered again. A table ACTIVE with less than
+    `LOWER_BY_S` left before ``SettleBy`` is not lowered: its dimensions stay at their
+    mark, counted."""
+    name = table[0]
     dynamodb = clients[0] or dynamodb_client()
     description = table_calls.describe(dynamodb, name)
-    if not _is_active(description):
-        return str(description["TableStatus"])
-    since = settle_by - SETTLE_WAIT_S - PROVISIONED_WITHIN_S
     previous = _previous(event, name, targets)
-    provisioned = to_settle(description, targets, previous, since)
-    capacity = {t.key: units_of(description, t.index)[t.dimension] for t in provisioned}
-    below = [t for t in provisioned if capacity[t.key] < t.high_water_mark]
-    chosen = at_mark(description, provisioned)
+    provisioned = to_settle(description, targets, previous, window.began - PROVISIONED_WITHIN_S)
     readers = _readers(clients, table, new=previous is None)
-    now = clock()
-    when = (now, now - (settle_by - SETTLE_WAIT_S) < PERMISSION_WAIT_S)
-    try:
-        needs, floors = read_floors(readers, chosen, below, when)
-    except HoldsUnread as exc:  # read again at the next call
-        return f"capacity holds not read yet ({shown_text(str(exc), REASON_CHARS)})"
-    back = _raise_back(dynamodb, description, (below, capacity), floors)
-    if back:  # this call lowers nothing more: what is at its mark stays there
-        left = {t.key: needs.left.get(t.key, NOT_LOWERED) for t in chosen}
-        _left(name, [*below, *chosen], Needs(left={**back, **left}), clock())
-        return True
-    lowered = [t for t in chosen if t.key not in needs.left]
-    levels = settle_levels(description, lowered, needs.lowest)
-    settled = settle_table(dynamodb, description, lowered, needs) is not None
-    _left(name, chosen, needs, clock())  # once the step is done: counted once
-    if not settled:
+    decreased = decreased_since(description, provisioned, window.began)
+    if decreased:  # the step lowered: only what it lowered is looked at again
+        return after_lowering(dynamodb, description, (provisioned, decreased), readers, window)
+    if not is_active(description):
+        return str(description["TableStatus"]), window.settle_by
+    chosen, now = at_mark(description, provisioned), window.clock()
+    if chosen and now > window.settle_by - LOWER_BY_S:
+        late = TOO_LATE.format(left=max(0.0, window.settle_by - now), by=LOWER_BY_S)
+        report_left(name, chosen, Needs(left=dict.fromkeys([t.key for t in chosen], late)), now)
         return False
-    if time_left() < readers.bound(traffic=False) + ANSWER_S:
-        return READ_AGAIN_NEXT_CALL
-    return _checked(readers, [t for t in lowered if t.key in levels], levels, (clock(), when[1]))
+    try:
+        needs = read_floors(readers, chosen, (), (now, now - window.began < PERMISSION_WAIT_S))[0]
+    except HoldsUnread as exc:  # read again at the next call
+        status = f"capacity holds not read yet ({shown_text(str(exc), REASON_CHARS)})"
+        return status, window.settle_by
+    lowered = [t for t in chosen if t.key not in needs.left]
+    settled = settle_table(dynamodb, description, lowered, needs) is not None
+    report_left(name, chosen, needs, window.clock())  # decided for good: counted once
+    return (LOWERED, window.settle_by) if settled else False
 
 
-ANSWER_S = 2.0
-"""What a call keeps after its last read, for its answer."""
-READ_AGAIN_NEXT_CALL = (
-    "lowered: the floors of what was lowered are read again at the next call, once the table "
-    "is ACTIVE again (too little of this call's time is left)"
+TOO_LATE = (
+    "not lowered: the table was ACTIVE {left:.0f} s before the step's end (SettleBy), and the "
+    "step lowers only with {by} s left, to read the floors of what it lowered again once the "
+    "decrease is done, and put back any that rose"
 )
-"""The status of a call that lowered and has no time left to read the floors again: the next
-call reads them (`_raise_back`)."""
-
-
-def _time_left(context: Any) -> Callable[[], float]:
-    """The seconds left of the function's call, by Lambda's ``context``; without one (called
-    outside Lambda), no end."""
-    remaining = getattr(context, "get_remaining_time_in_millis", None)
-    if not callable(remaining):
-        return lambda: math.inf
-    return lambda: float(remaining()) / 1000
+"""Why the dimensions of a table ACTIVE late in the step stay at their marks."""
 
 
 def _readers(clients: Clients, table: tuple[str, str | None], *, new: bool) -> Readers:
@@ -390,109 +368,6 @@ def _readers(clients: Clients, table: tuple[str, str | None], *, new: bool) -> R
         functools.cache(lambda: autoscaling or settle_autoscaling_client()),
         functools.cache(lambda: holds or settle_store_client()),
     )
-
-
-RAISE_BACK_NEXT_CALL = (
-    "lowered, but a floor of {dimensions} rose above what it was lowered to, or could not be "
-    "read again: put back at its mark once the table is ACTIVE again (DynamoDB takes no "
-    "UpdateTable while it is UPDATING)"
-)
-"""The status a call that lowered answers when the floors it read again say to put a dimension
-back (`_checked`): the next call does (`_raise_back`)."""
-
-
-def _checked(
-    readers: Readers, lowered: list[SettleTarget], levels: Mapping[Dim, int], when: When
-) -> bool | str:
-    """True once the floors of the ``lowered`` dimensions, read again after their
-    UpdateTable (`floors.read_floors`), are all at or below the ``levels`` they were lowered
-    to; else (one rose, or cannot be read: `floors.risen`) a status to wait on, logged
-    (``settle-floor-risen``): the next call puts it back (`_raise_back`), once the table
-    is ACTIVE again."""
-    try:
-        floors = read_floors(readers, (), lowered, when)[1]
-    except HoldsUnread as exc:  # a read that may pass: the next call reads again
-        floors = Needs(left={t.key: shown_text(str(exc), REASON_CHARS) for t in lowered})
-    back = risen(levels, lowered, floors)
-    if not back:
-        return True
-    for t in (t for t in lowered if t.key in back):
-        log_event(
-            "settle-floor-risen",
-            level=logging.WARNING,
-            table=readers.table,
-            index=t.index,
-            dimension=t.dimension,
-            reason=why_risen(t, levels[t.key], floors),
-        )
-    named = ", ".join(f"{scope_label(i)} {d}" for i, d in back)
-    return RAISE_BACK_NEXT_CALL.format(dimensions=named)
-
-
-def _raise_back(
-    dynamodb: DynamoDBClient,
-    description: Mapping[str, Any],
-    below: tuple[list[SettleTarget], Mapping[Dim, int]],
-    floors: Needs,
-) -> dict[Dim, str]:
-    """Put back each dimension this deploy provisioned that is below its mark (``below``:
-    those dimensions, and the capacity of each; the step lowered it, or auto scaling did)
-    whose floor now (``floors``) is above its capacity or cannot be read (`floors.risen`):
-    to its mark, or its floor where that is higher, all in one UpdateTable. Returns why each
-    was put back (none: nothing sent); the caller logs and counts them as left at their
-    mark, and lowers nothing in that call: it is the step's last."""
-    targets, capacity = below
-    back = risen(capacity, targets, floors)
-    update = update_request(description, back)
-    if update is None:
-        return {}
-    log_event("settle-raise-back", table=description["TableName"], update=update)
-    table_calls.update(dynamodb, update)
-    return {t.key: why_risen(t, capacity[t.key], floors) for t in targets if t.key in back}
-
-
-NOT_LOWERED = (
-    "not lowered: the same call put another dimension of the deploy back at its mark, and "
-    "lowers nothing (the step's last)"
-)
-"""Why a dimension at its mark stays there in a call that puts another one back."""
-
-
-LEFT_FOR_AUTO_SCALING = "left at its high-water mark: auto scaling lowers it"
-LEFT_FIXED = (
-    "left at its high-water mark: a fixed capacity (no scalable target), it stays there until "
-    "someone lowers it (aws dynamodb update-table; docs/operations/alarms.md, Settle left)"
-)
-"""What becomes of a dimension left at its mark, by kind (``settle-left``'s consequence)."""
-
-
-def _left(name: str, targets: list[SettleTarget], needs: Needs, now: float) -> None:
-    """Each of ``targets`` left at its mark (``needs.left``) logged (``settle-left``, with
-    what becomes of it: auto scaling lowers an auto-scaled one, a fixed one stays) and, in
-    a Lambda function, counted at ``now`` (`SETTLE_LEFT`, for the table and for the settle
-    function; a count that cannot be written fails nothing): the deploy goes on."""
-    left = [t for t in targets if t.key in needs.left]
-    for t in left:
-        log_event(
-            "settle-left",
-            level=logging.WARNING,
-            table=name,
-            index=t.index,
-            dimension=t.dimension,
-            high_water_mark=t.high_water_mark,
-            reason=needs.left[t.key],
-            consequence=LEFT_FIXED if t.target_utilization is None else LEFT_FOR_AUTO_SCALING,
-        )
-    if left:
-        count_in_lambda(
-            METRICS_NAMESPACE,
-            SETTLE_LEFT,
-            len(left),
-            store=os.environ.get(LAMBDA_ENV, "").strip() or None,
-            dimension=SETTLE_FUNCTION_DIMENSION,
-            table=name,
-            at=now,
-        )
 
 
 def _waited_out(exc: ClientError, elapsed: float) -> str:

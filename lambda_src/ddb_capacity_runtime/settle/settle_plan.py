@@ -29,6 +29,16 @@ READ, WRITE = "read", "write"
 SETTLE_WAIT_S = 1800
 """How long the settle step waits for its table and GSIs to be ACTIVE, from the event's first call,
 before it fails the deploy (the provider's own time limit is a little longer)."""
+LOWER_BY_S = 300
+"""How long before its SettleBy the settle step lowers a table at the latest: once it has
+lowered, a later call reads the floors of what it lowered again, when the table is ACTIVE
+again (a decrease takes seconds, a few minutes at worst), and puts back any whose floor rose.
+A table ACTIVE later than that is left at its marks (counted)."""
+FINISH_S = 40
+"""How long past its SettleBy a step that has lowered still waits for its table to be ACTIVE
+again (its own decrease in flight fails no deploy): the provider asks for 20 s more (its
+total timeout, `SETTLE_WAIT_S` and this and two of its intervals), so the step answers
+first."""
 PROVISIONED_WITHIN_S = 3600
 """How long before the settle step's first call CloudFormation may have created the table for
 the step to take it for this deploy's (a creation takes minutes; one that takes longer, an

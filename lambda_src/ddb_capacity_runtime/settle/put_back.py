@@ -1,0 +1,246 @@
+"""Runs in: settle Lambda.
+
+What the settle step does once it has lowered its table: the floors of what it lowered read
+again at a later call, a dimension whose floor rose put back at its mark, and every dimension
+the step leaves at its mark logged and counted.
+
+The provider passes each call the same event, and a call that is not done may return nothing
+to the next one; so a call knows the step has lowered from the table itself: DescribeTable's
+``LastDecreaseDateTime`` of the table or of a GSI the deploy provisioned, at or after the
+step's first call (`decreased_since`). Once it shows one, the step lowers nothing more (one
+decrease, one UpdateTable), and later calls look only at the dimensions the step lowered: those
+below their mark on a table or GSI decreased since it began (a dimension that was below its
+mark before, a replaced step's or auto scaling's, is not the step's to put back).
+
+Those floors are read once the table is ACTIVE again, a provider's interval (10 s) or more
+after the decrease, so what a capacity request recorded while DescribeTable still showed it
+the table from before the decrease has landed by then. One whose floor (its scalable target's
+MinCapacity, its holds' level) now stands above its capacity, or that cannot be read, is put
+back at its high-water mark: what the table held minutes before, within the account's
+quotas, whatever a hold says (a request, or auto scaling, raises it further).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from ..aws import table_calls
+from ..aws.error_codes import error_code, is_throttle
+from ..core.names import METRICS_NAMESPACE
+from ..core.tables import spec_of, units_of
+from ..events import LAMBDA_ENV, count_in_lambda, log_event
+from .floors import Readers, read_floors, risen, why_risen
+from .settle_plan import (
+    FINISH_S,
+    SETTLE_FUNCTION_DIMENSION,
+    SETTLE_LEFT,
+    SettleTarget,
+    update_request,
+)
+from .traffic import Dim, Needs
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+Waiting = tuple[str, float]
+"""A call's answer while the step is not done: the status it logs, and the time (seconds since
+the epoch) past which a call answered so fails the step instead (``math.inf``: none)."""
+
+
+def is_active(description: Mapping[str, Any]) -> bool:
+    """Whether the table and all its GSIs are ACTIVE (``description``: DescribeTable's
+    ``Table``)."""
+    return description["TableStatus"] == "ACTIVE" and all(
+        gsi.get("IndexStatus", "ACTIVE") == "ACTIVE"
+        for gsi in description.get("GlobalSecondaryIndexes", [])
+    )
+
+
+def _decreased(description: Mapping[str, Any], index: str | None, since: float) -> bool:
+    """Whether DescribeTable (``description``) dates a decrease of the table (``index``
+    None) or of its GSI ``index`` at or after ``since`` (untrusted: a date that is not one is
+    taken for a decrease, and lowers nothing more)."""
+    throughput = spec_of(description, index).get("ProvisionedThroughput")
+    last = throughput.get("LastDecreaseDateTime") if isinstance(throughput, Mapping) else None
+    if last is None:
+        return False
+    return not isinstance(last, datetime) or last.timestamp() >= since
+
+
+def decreased_since(
+    description: Mapping[str, Any], provisioned: Sequence[SettleTarget], since: float
+) -> set[str | None]:
+    """The table (None) and GSIs of the ``provisioned`` dimensions whose decrease DescribeTable
+    (``description``) dates at or after ``since``, the step's first call: none while the step
+    has not lowered."""
+    return {t.index for t in provisioned if _decreased(description, t.index, since)}
+
+
+@dataclass(frozen=True)
+class Window:
+    """The step's time: its ``clock``, its first call (``began``) and ``settle_by``, by when
+    its table must be ACTIVE (seconds since the epoch). A step that has lowered waits for the
+    table to be ACTIVE again until `end`."""
+
+    clock: Callable[[], float]
+    began: float
+    settle_by: float
+
+    @property
+    def end(self) -> float:
+        """The last time a call still waits, `settle_plan.FINISH_S` past ``settle_by``: the
+        provider asks for some 20 s more, so the step's own answer comes first."""
+        return self.settle_by + FINISH_S
+
+
+LOWERED = (
+    "lowered: the floors of what it lowered are read again at a later call, once the table "
+    "is ACTIVE again"
+)
+"""The status of the call that lowered (its floors read again later: `after_lowering`)."""
+
+
+def after_lowering(
+    dynamodb: DynamoDBClient,
+    description: Mapping[str, Any],
+    lowered: tuple[Sequence[SettleTarget], set[str | None]],
+    readers: Readers,
+    window: Window,
+) -> bool | Waiting:
+    """A call after the step lowered (``lowered``: the dimensions this deploy provisioned,
+    and those of their table and GSIs decreased since the step began, `decreased_since`):
+    once the table is ACTIVE again, the floors of the dimensions the step lowered (those
+    below their mark) read (`floors.read_floors`; an error that may pass is no reason to
+    wait: what cannot be read is put back), and each one whose floor is above its capacity,
+    or unknown, put back at its mark in one UpdateTable (`put_back`), logged and counted
+    (`report_left`). True: the step is done. A table not ACTIVE again, or another update in
+    flight, is waited for until `Window.end`; then the step is done all the same, each
+    dimension it could not check or put back logged and counted, saying why."""
+    name, now = description["TableName"], window.clock()
+    provisioned, decreased = lowered
+    if not is_active(description):
+        status = str(description["TableStatus"])
+        if now <= window.end:
+            return f"{LOWERED} (status {status})", math.inf
+        unchecked = [t for t in provisioned if t.index in decreased]
+        why = UNCHECKED.format(status=status)
+        report_left(
+            name,
+            unchecked,
+            Needs(left=dict.fromkeys([t.key for t in unchecked], why)),
+            now,
+            CHECK_IT,
+        )
+        return True
+    capacity = {t.key: units_of(description, t.index)[t.dimension] for t in provisioned}
+    mine = [t for t in provisioned if t.index in decreased and capacity[t.key] < t.high_water_mark]
+    floors = read_floors(readers, (), mine, (now, False))[1]
+    back = risen(capacity, mine, floors)
+    if not back:
+        log_event("settle-floors-held", table=name, checked=[[t.index, t.dimension] for t in mine])
+        return True
+    done, consequence = "put back", None
+    try:
+        put_back(dynamodb, description, back)
+    except ClientError as exc:
+        if error_code(exc) != "ResourceInUseException" and not is_throttle(exc):
+            raise
+        if window.clock() <= window.end:
+            return f"{LOWERED}: a floor rose, put back once the table takes it ({exc})", math.inf
+        done, consequence = f"not put back: another update of the table ({exc})", RAISE_IT
+    reasons = {t.key: why_risen(t, capacity[t.key], floors, done) for t in mine if t.key in back}
+    for t in (t for t in mine if t.key in back):
+        log_event(
+            "settle-floor-risen",
+            level=logging.WARNING,
+            table=name,
+            index=t.index,
+            dimension=t.dimension,
+            reason=reasons[t.key],
+        )
+    report_left(name, mine, Needs(left=reasons), window.clock(), consequence)
+    return True
+
+
+UNCHECKED = (
+    "lowered, its floors not read again: the table is still {status} at the step's end (its "
+    "decrease outlasted the step)"
+)
+"""Why a dimension of a table or GSI the step decreased goes unchecked."""
+CHECK_IT = (
+    "its capacity holds and MinCapacity not checked against what it was lowered to: raise it "
+    "where they are above it (aws dynamodb update-table; docs/operations/alarms.md, Settle left)"
+)
+RAISE_IT = (
+    "below its floor: raise it to its high-water mark (aws dynamodb update-table; "
+    "docs/operations/alarms.md, Settle left)"
+)
+"""What becomes of a dimension the step could not check, or put back (``settle-left``'s
+consequence): until someone raises it, a capacity request's second look or auto scaling
+(for its MinCapacity) does."""
+
+
+def put_back(
+    dynamodb: DynamoDBClient, description: Mapping[str, Any], back: Mapping[Dim, int]
+) -> None:
+    """Set each dimension of ``back`` to its level (its high-water mark: `floors.risen`), all
+    in one UpdateTable, logged (``settle-raise-back``)."""
+    update = update_request(description, back)
+    if update is None:
+        return
+    log_event("settle-raise-back", table=description["TableName"], update=update)
+    table_calls.update(dynamodb, update)
+
+
+LEFT_FOR_AUTO_SCALING = "left at its high-water mark: auto scaling lowers it"
+LEFT_FIXED = (
+    "left at its high-water mark: a fixed capacity (no scalable target), it stays there until "
+    "someone lowers it (aws dynamodb update-table; docs/operations/alarms.md, Settle left)"
+)
+"""What becomes of a dimension left at its mark, by kind (``settle-left``'s consequence)."""
+
+
+def report_left(
+    name: str,
+    targets: Sequence[SettleTarget],
+    needs: Needs,
+    now: float,
+    consequence: str | None = None,
+) -> None:
+    """Each of ``targets`` left at its mark (``needs.left``) logged (``settle-left``, with
+    what becomes of it: auto scaling lowers an auto-scaled one, a fixed one stays) and, in
+    a Lambda function, counted at ``now`` (`SETTLE_LEFT`, for the table and for the settle
+    function; a count that cannot be written fails nothing): the deploy goes on. Called
+    once for each dimension, by the call that decides it for good; ``consequence``, what
+    becomes of them where it is not that."""
+    left = [t for t in targets if t.key in needs.left]
+    for t in left:
+        log_event(
+            "settle-left",
+            level=logging.WARNING,
+            table=name,
+            index=t.index,
+            dimension=t.dimension,
+            high_water_mark=t.high_water_mark,
+            reason=needs.left[t.key],
+            consequence=consequence
+            or (LEFT_FIXED if t.target_utilization is None else LEFT_FOR_AUTO_SCALING),
+        )
+    if left:
+        count_in_lambda(
+            METRICS_NAMESPACE,
+            SETTLE_LEFT,
+            len(left),
+            store=os.environ.get(LAMBDA_ENV, "").strip() or None,
+            dimension=SETTLE_FUNCTION_DIMENSION,
+            table=name,
+            at=now,
+        )
