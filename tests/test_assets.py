@@ -8,9 +8,11 @@ from __future__ import annotations
 import ast
 import io
 import json
+import marshal
 import shutil
 import subprocess
 import sys
+import types
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -222,6 +224,24 @@ def test_the_scaler_asset_ships_its_tick_compiled(assets: dict[str, Path], tmp_p
     shutil.copytree(folder, copy, ignore=shutil.ignore_patterns("__pycache__"))
     again = write_bytecode(copy, copy / source.relative_to(folder))
     assert again.read_bytes() == cached.read_bytes()
+
+
+def test_shipped_bytecode_keeps_the_lines_and_leaves_out_the_columns(
+    assets: dict[str, Path],
+) -> None:
+    # GIVEN the scaler's tick as shipped compiled
+    source = assets[SCALER] / "ddb_capacity_runtime" / "scaler" / "tick.py"
+    code = marshal.loads(bytecode_path(source).read_bytes()[16:])  # past the PEP 552 header
+    # WHEN its instructions' positions are read, in every function
+    positions = []
+    found = [code]
+    while found:
+        here = found.pop()
+        positions += list(here.co_positions())
+        found += [c for c in here.co_consts if isinstance(c, types.CodeType)]
+    # THEN each names its line, none its columns (carets a traceback does without)
+    assert any(line is not None for line, *_ in positions)
+    assert all(column is None and end is None for *_, column, end in positions)
 
 
 WRITE_AFTER = """
