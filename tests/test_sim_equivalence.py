@@ -44,7 +44,12 @@ from typing import Any
 import pytest
 
 from ddb_capacity_runtime.aws.metrics import fetch, fetch_witness
-from ddb_capacity_runtime.core.delivery import WITNESS_PERIOD_MINUTES, witnessed
+from ddb_capacity_runtime.core.delivery import (
+    WITNESS_PERIOD_MINUTES,
+    Verdict,
+    decided_from,
+    verdict,
+)
 from ddb_capacity_runtime.core.plan import Change
 from ddb_capacity_runtime.core.policy import Decision, DimensionState
 from ddb_capacity_runtime.core.series import MINUTE, Series, window
@@ -292,7 +297,7 @@ def test_the_simulated_scaler_reads_minutes_without_traffic_as_the_lambda_does(
             _publish(cw, store, witnessed, "Read")  # the state store's: each tick reads it
             keys = [(table, index, dim) for index, dim in sim.keys]
             read = fetch(cw, keys, start, end, witness=store, arriving=config.arriving_minutes)
-            _witness_read_alike(cw, sim, table, t, keys)
+            _witness_read_alike(cw, sim, table, t, keys, config)
             for index, dim in sim.keys:
                 got, seen = (
                     read[(table, index, dim)],
@@ -326,13 +331,18 @@ def test_the_simulated_scaler_reads_minutes_without_traffic_as_the_lambda_does(
 
 
 def _witness_read_alike(
-    cw: Any, sim: SimulatedTable, table: str, t: int, keys: list[tuple[str, str | None, str]]
+    cw: Any,
+    sim: SimulatedTable,
+    table: str,
+    t: int,
+    keys: list[tuple[str, str | None, str]],
+    config: ScalerConfig,
 ) -> None:
     """The delivery witness (`core.delivery`) as the simulator models it at ``t`` and as the
     Lambda reads it (`metrics.fetch_witness`) from what CloudWatch holds: DynamoDB's
     provisioned capacity, one datapoint every 5 minutes stamped with its period's start,
-    each visible ``metric_delay_minutes`` after its period ends."""
-    delay, period = sim.params.metric_delay_minutes, WITNESS_PERIOD_MINUTES
+    each visible `SimulatedTable.witness_delay` minutes after its period ends."""
+    delay, period = sim.witness_delay, WITNESS_PERIOD_MINUTES
     dims = [{"Name": "TableName", "Value": table}]
     data = [
         {
@@ -351,4 +361,5 @@ def _witness_read_alike(
     assert errors == {}
     assert set(read.values()) == {sim.witness_through(t)}
     now = sim.time(t)
-    assert all(witnessed(newest, now) for newest in read.values())  # delivered in the model
+    since = decided_from(now, config)  # delivered in the model
+    assert {verdict(newest, now, since) for newest in read.values()} == {Verdict.DELIVERED}

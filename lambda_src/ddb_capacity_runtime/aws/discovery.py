@@ -36,6 +36,7 @@ from ..core.tables import (
     ManagedTable,
     ScalableTarget,
     TrackingPolicy,
+    began_of,
     named_gsis,
     provisioned_units,
     tags_of,
@@ -354,10 +355,9 @@ def describe_table(
     held: Sequence[HeldDimension] = (),
 ) -> ManagedTable:
     """The table's managed dimensions. Raises NotManaged, OverrideError (the configuration's
-    own: a tag never raises), ClientError, UnsoundListing (its tags unsound), ValueError
-    (its ARN or a capacity not sound). ``description``: DescribeTable's ``Table`` when the
-    caller has just read it; ``held``: what the state store says of the table's dimensions
-    (its memory of each minimum, reconciled with the target's, and the autopilot's plans)."""
+    own: a tag never raises), ClientError, UnsoundListing (its tags unsound), ValueError (its
+    ARN or a capacity not sound). ``description``: DescribeTable's ``Table`` if just read;
+    ``held``: what the state store says of its dimensions (minimums remembered, plans)."""
     table = description or table_calls.describe(dynamodb, name)
     check_managed(table)
     arn = table_arn(name, table)
@@ -373,6 +373,7 @@ def describe_table(
         tag_limits=dict(parsed.limits),
         legacy_memories=dict(parsed.base_mins),
         legacy_tags=sorted(k for k in tags if k.startswith(SCALER_TAGS)),
+        began=began_of(table),
     )
     for index, spec in _active_specs(managed, table):
         throughput, provisioned = provisioned_units(name, index, spec)

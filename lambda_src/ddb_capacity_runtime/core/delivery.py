@@ -10,50 +10,112 @@ delivering nothing of a table for longer than that) reads the same. DynamoDB als
 each table's and each GSI's provisioned capacity (``ProvisionedReadCapacityUnits``,
 ``ProvisionedWriteCapacityUnits``) every 5 minutes, traffic or not: the dimension's witness.
 A decrease of a dimension whose window holds a minute read as idle is made only when the
-witness has a datapoint within the newest `WITNESS_MINUTES`; else those minutes are unknown,
-and the decrease is held (`hold_unwitnessed`). Pure; the scaler's tick reads the witness
-(`ddb_capacity_runtime.aws.metrics.fetch_witness`), the simulator models it."""
+witness has a datapoint within the newest `WITNESS_MINUTES` whose period ends within the
+minutes the decrease is decided on (`decided_from`); else those minutes are unknown, and
+the decrease is held (`hold_unwitnessed`; why: `verdict`). Pure; the scaler's tick reads the
+witness (`ddb_capacity_runtime.aws.metrics.fetch_witness`), the simulator models it."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import datetime
+from enum import StrEnum
 
 from .decreases import utc
 from .plan import Change
 from .policy import DECREASE, Decision
-from .series import MINUTE, Key, Series
+from .series import MINUTE, Key, Series, step_start
+from .settings import ScalerConfig
 
 WITNESS_PERIOD_MINUTES = 5
 """DynamoDB publishes a dimension's provisioned capacity once every 5 minutes ("DynamoDB
 Metrics and dimensions": its metrics other than the per-minute ones are aggregated at five
 minutes; ``ProvisionedReadCapacityUnits`` "is published at five-minute intervals")."""
+WITNESS_LAG_MINUTES = 7
+"""How late after its period ends a witness datapoint is taken to arrive, at the latest:
+6 to 7 minutes were reported for ``ProvisionedRead/WriteCapacityUnits``
+(aws/aws-sdk-java#1621), taken from the period's end (from its start, it would be 1-2
+minutes, within CloudWatch's usual 1-3 for the per-minute metrics)."""
 WITNESS_MINUTES = 20
 """How recent the witness's newest datapoint must be (its timestamp, the start of its
 5-minute period, at or after the tick's minute less this). Delivered on time, the newest is
-never older than 13 minutes: its own 5 minutes, up to 5 until the next period ends, and
-CloudWatch's usual 1-3 minutes of delivery lag. 20 lets a datapoint come up to 7 minutes
-later than that before anything is held; once nothing of the table arrives any more, the
-newest is more than 20 minutes old at most 15 minutes later (it began at least 5 minutes
-before), and no decrease rests on idle minutes: by then about 20 - 5 - the arriving
-minutes (11 by default) of the window have read as idle."""
-
+never older than 17 minutes: its own 5 minutes, up to 5 until the next period ends, and
+`WITNESS_LAG_MINUTES`. 20 lets a datapoint come up to 3 minutes later than that before
+anything is held (7 to 9 with CloudWatch's usual 1-3 minutes); once nothing of the table
+arrives any more, the newest is more than 20 minutes old at most 15 minutes later (it began
+at least 5 minutes before), and no decrease rests on idle minutes: by then about 20 - 5 -
+the arriving minutes (11 by default) of the window have read as idle."""
 WITNESS_READ_MINUTES = 60
 """How far back a witness is read: its newest datapoint within the hour, however old, is
 what a held decrease's event names (GetMetricData is priced by the metric, not the
 datapoints)."""
+NEW_MINUTES = 60
+"""A table (its GSIs with it) created, or switched from on-demand, less than this long ago
+may have no witness yet: DynamoDB takes a while to start publishing a new table's
+provisioned capacity. Its decrease is held all the same, but not taken for a stall."""
+
+
+class Verdict(StrEnum):
+    """What a dimension's witness says of a decrease resting on its minutes read as idle."""
+
+    DELIVERED = "delivered"
+    """recent, and its period ends within the minutes the decrease is decided on: made"""
+    AWAITED = "awaited"
+    """recent, but its newest period ends before those minutes (a short scale-down window):
+    held until a tick whose witness reaches them"""
+    NEW = "new"
+    """no datapoint in the hour, of a table created or switched from on-demand within
+    `NEW_MINUTES`: held; DynamoDB may not publish it yet"""
+    UNREAD = "unread"
+    """the witness could not be read: held, a failure of its table"""
+    STALLED = "stalled"
+    """no datapoint within `WITNESS_MINUTES`: the table's metrics may have stopped
+    arriving; held, and counted (``MetricsStalled``)"""
+
+
+WORST_FIRST = (Verdict.STALLED, Verdict.UNREAD, Verdict.NEW, Verdict.AWAITED, Verdict.DELIVERED)
+"""Of several witnesses of one dimension (a global table's replicas' Regions), the one that
+decides and is reported comes first."""
 
 
 def witness_start(now: datetime) -> datetime:
     """The oldest timestamp a witness datapoint may have at ``now`` and still count."""
-    return utc(now).replace(second=0, microsecond=0) - WITNESS_MINUTES * MINUTE
+    return step_start(now, 1) - WITNESS_MINUTES * MINUTE
 
 
-def witnessed(newest: datetime | None, now: datetime) -> bool:
-    """Whether a witness whose newest datapoint has timestamp ``newest`` (None: none in the
-    span read) shows the dimension's metrics delivered at ``now``."""
-    return newest is not None and utc(newest) >= witness_start(now)
+def decided_from(now: datetime, config: ScalerConfig) -> datetime:
+    """The start of the minutes a decrease at ``now`` is decided on, once a stopped metric
+    stream's newest minutes are left out as still arriving: the scale-down window's (all
+    low), or the autopilot's settle span's if longer (its load bounds the decrease)."""
+    policy = config.policy
+    span = max(policy.scale_down_minutes, policy.settle_minutes)
+    return step_start(now, 1) - (config.arriving_minutes + span) * MINUTE
+
+
+def is_new(began: datetime | None, now: datetime) -> bool:
+    """Whether a table that began to be provisioned at ``began`` (`ManagedTable.began`;
+    None: not known) is younger than `NEW_MINUTES` at ``now``. A time ahead of ``now`` by
+    more than a witness period is untrusted: not new."""
+    if began is None:
+        return False
+    age = utc(now) - utc(began)
+    return -WITNESS_PERIOD_MINUTES * MINUTE <= age < NEW_MINUTES * MINUTE
+
+
+def verdict(
+    newest: datetime | None, now: datetime, since: datetime, began: datetime | None = None
+) -> Verdict:
+    """The `Verdict` of a witness whose newest datapoint has timestamp ``newest`` (None:
+    none in the hour read), for a decrease at ``now`` decided on the minutes from ``since``
+    (`decided_from`), of a table that began to be provisioned at ``began``."""
+    if newest is None:
+        return Verdict.NEW if is_new(began, now) else Verdict.STALLED
+    if utc(newest) < witness_start(now):
+        return Verdict.STALLED
+    if utc(newest) + WITNESS_PERIOD_MINUTES * MINUTE <= since:
+        return Verdict.AWAITED
+    return Verdict.DELIVERED
 
 
 def idle_minutes(series: Series) -> int:

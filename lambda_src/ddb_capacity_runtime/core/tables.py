@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from .decreases import DecreaseLedger
+from .decreases import DecreaseLedger, utc
 from .errors import shown, shown_text
 from .floorplan import FloorPlan
 from .memory import Memory
@@ -117,6 +117,9 @@ class ManagedTable:
     refused_tags: int = 0  # min or max tags not obeyed: they would lower a limit below the load
     refused_tuned: int = 0  # tuned target values not obeyed: outside the allowed targets
     targets_not_owned: int = 0  # owned target values with no policy the scaler can write
+    began: datetime | None = None
+    """when it last began to be provisioned (`began_of`): its witness may not be published yet
+    for a while after (`core.delivery.NEW_MINUTES`); None: not known"""
 
 
 def named_gsis(where: str, gsis: object) -> list[tuple[str, Mapping[str, Any]]]:
@@ -202,6 +205,20 @@ def warm_of(spec: Mapping[str, Any], dimension: str, quota: int) -> int | None:
     if not is_whole(value, 1, quota):
         return None
     return value
+
+
+def began_of(description: Mapping[str, Any]) -> datetime | None:
+    """When the table of DescribeTable's ``Table`` (untrusted) last began to be
+    provisioned: the later of its ``CreationDateTime`` and its last switch to on-demand
+    (``BillingModeSummary.LastUpdateToPayPerRequestDateTime``: a provisioned table switched
+    back since), of those that are timestamps; None when neither is. Its GSIs: none
+    reports its own creation, and only ACTIVE ones are managed, so the table's."""
+    billing = description.get("BillingModeSummary")
+    switched = (
+        billing.get("LastUpdateToPayPerRequestDateTime") if isinstance(billing, Mapping) else None
+    )
+    times = [t for t in (description.get("CreationDateTime"), switched) if isinstance(t, datetime)]
+    return max(times, key=utc, default=None)
 
 
 def tags_of(listing: object) -> dict[str, str] | None:

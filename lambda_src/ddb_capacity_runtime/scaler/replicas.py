@@ -8,12 +8,16 @@ AWS: the scaler moves only the targets of its own Region.
 
 Another Region's metrics are untrusted like any: a minute that cannot be read there is
 unknown here (no decrease of that dimension), and a Region that cannot be read at all is a
-failure of each table read from it (counted, and alarmed), never a lowered capacity."""
+failure of each table read from it (counted, and alarmed), never a lowered capacity. A
+minute without a datapoint there reads as idle, as here: a decrease resting on one waits
+for the table's delivery witness in that Region too (`witness`, through
+`region_cloudwatch`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from ..aws import metrics
 from ..aws.clients import Clients, call_bound
@@ -22,6 +26,9 @@ from ..core.deadline import NONE, Deadline, DeadlinePassed
 from ..core.series import MINUTE, Key, Series, with_replicas
 from ..core.settings import ScalerConfig
 from ..core.tables import ManagedTable
+
+if TYPE_CHECKING:
+    from mypy_boto3_cloudwatch import CloudWatchClient
 
 
 def replicated(
@@ -54,6 +61,18 @@ def replicated(
     return out
 
 
+def region_cloudwatch(clients: Clients, region: str, deadline: Deadline) -> CloudWatchClient:
+    """The CloudWatch client of another ``region``. Raises when there is none, or when the
+    tick's ``deadline`` leaves less than one bounded call of it: another Region's outage
+    never takes the time this Region's decisions need."""
+    if clients.cloudwatch_of is None:
+        raise RuntimeError("no CloudWatch client of another Region was given")
+    cloudwatch = clients.cloudwatch_of(region)
+    if deadline.left() < 2 * call_bound(cloudwatch):
+        raise DeadlinePassed(f"too little of the tick left to read {region}")
+    return cloudwatch
+
+
 def _read_region(
     clients: Clients,
     region: str,
@@ -71,11 +90,7 @@ def _read_region(
     errors: list[str] = []
     by_cause: dict[Key, str] = {}
     try:
-        if clients.cloudwatch_of is None:
-            raise RuntimeError("no CloudWatch client of another Region was given")
-        cloudwatch = clients.cloudwatch_of(region)
-        if deadline.left() < 2 * call_bound(cloudwatch):
-            raise DeadlinePassed(f"too little of the tick left to read {region}")
+        cloudwatch = region_cloudwatch(clients, region, deadline)
         found = metrics.fetch(cloudwatch, keys, start, end, errors=errors, arriving=arriving)
         found = metrics.fetch_causes(cloudwatch, found, start, end, errors=by_cause)
     except Exception as exc:  # the Region's writes are unknown: no decrease of them

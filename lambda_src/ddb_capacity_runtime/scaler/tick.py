@@ -33,7 +33,7 @@ Reports through [`ddb_capacity_runtime.events`][]: a ``decision`` event per dime
 ``table-skipped``, ``table-failed``,
 ``shared-call-failed``, ``tag-refused``, ``target-held``, ``minimum-set-elsewhere``,
 ``state-moved-from-tags``, ``hot-key``, ``throttle-causes-unknown``, ``metrics-stalled``,
-``target-value``,
+``witness-awaited``, ``target-value``,
 ``target-value-failed`` and ``target-not-owned`` (``own_target``) events, one Embedded Metric
 Format record per table and one for the tick (dimension ``StateStore``: ``Failures``,
 ``SharedFailures``, ``TablesManaged``). A decided table's record (dimension ``TableName``)
@@ -48,9 +48,11 @@ for; read from DynamoDB's metrics by cause for throttled dimensions only, see
 `aws.metrics.fetch_causes`; a table whose causes cannot be read fails, and its throttles are
 all taken for fixable), ``MetricsStalled`` (decreases held because they rested on minutes
 without a datapoint, read as idle, while the dimension's delivery witness, its provisioned
-capacity, had no datapoint within 20 minutes: `core.delivery`; read for those dimensions
-alone, in one GetMetricData call a 500, see `aws.metrics.fetch_witness`; a witness that
-cannot be read holds the decrease too, and fails its table), ``PlansNotKept`` (plans the
+capacity, here or in another replica's Region, had no datapoint within 20 minutes:
+`core.delivery`; read for those dimensions alone, in one GetMetricData call a 500 in each
+Region, see `witness`; a witness not reaching a short window yet, a new table's not
+published yet, and one that cannot be read, which fails its table, hold the decrease
+without being counted), ``PlansNotKept`` (plans the
 state store could not keep: a request held the dimension; alarmed in autopilot),
 ``IgnoredTags`` (tags and stored items ignored), ``BadTargets`` (dimensions held because
 their scalable target's minimum is above its maximum), ``RefusedTags`` (min or max tags not
@@ -115,7 +117,7 @@ from .refusals import refuse_tags
 from .replicas import replicated
 from .shard import Batch
 from .tick_state import TickState as _Tick
-from .witness import log_stalled, planned_table, read_witnesses
+from .witness import log_unwitnessed, planned_table, read_witnesses
 
 T = TypeVar("T")
 DESCRIBE_THREADS = 16
@@ -360,14 +362,14 @@ def _decide_and_act(
     what deciding, acting or reporting raises is a failure of ``table`` alone."""
     planned: list[tuple[Change, Decision]] = []
     held_back: list[Held] = []
-    stalled: list[Change] = []
+    stalled = 0
     read = table
     try:
         # Decide, on what the tick read: this hour's plans, then every dimension's change.
         table = with_plans_in_force(t.config, table, fresh, t.now)
-        planned, held_back, stalled = planned_table(t, table, series)
+        planned, held_back, unwitnessed = planned_table(t, table, series)
         _log_held(t, table.name, held_back)
-        log_stalled(t, stalled)
+        stalled = log_unwitnessed(t, table, unwitnessed)
         changes = [c for c, _ in planned if c.action != HOLD and c.new != c.old]
         # Act: the plans kept, the changes applied (each guarded by its own condition).
         if t.config.policy.autopilot and any(d.key in fresh for d in read.dimensions):
@@ -395,7 +397,7 @@ def _decide_and_act(
         t.fail(table.name, describe_error(exc))
         results = {}
     try:  # what was sent stays in the summary, whatever reporting it raises
-        _report_table(t, table, planned, results, series, (len(held_back), len(stalled)))
+        _report_table(t, table, planned, results, series, (len(held_back), stalled))
     except Exception as exc:
         t.fail(table.name, describe_error(exc))
     return list(results.values())

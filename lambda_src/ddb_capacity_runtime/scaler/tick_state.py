@@ -50,9 +50,10 @@ class TickState:
     """the reservation floor over the tables decided (None: no reservation)"""
     counted: set[str] = field(default_factory=set)
     """tables whose own record carries ``Failures`` (a decided table's, 0 or 1)"""
-    witnesses: dict[Key, datetime | None] = field(default_factory=dict)
-    """the newest datapoint of each delivery witness read this tick (`core.delivery`): of
-    the dimensions about to be lowered on minutes read as idle only"""
+    witnesses: dict[tuple[str | None, Key], datetime | None] = field(default_factory=dict)
+    """the newest datapoint of each delivery witness read this tick (`core.delivery`), by
+    Region (None: this one) and dimension: of the dimensions about to be lowered on minutes
+    read as idle only; one not read is absent"""
 
     def shared(
         self,

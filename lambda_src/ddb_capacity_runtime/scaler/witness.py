@@ -1,18 +1,29 @@
 """Runs in: scaler Lambda, workstation (examples, benchmarks).
 
 A table's plan in a tick, with the delivery witness (`core.delivery`): read, in one
-GetMetricData call a 500, for the dimensions the tick is about to lower on minutes read as
-idle (`read_witnesses`); each table's decreases held for want of it (`planned_table`), and
-logged (`log_stalled`).
+GetMetricData call a 500 in this Region and in each Region of a global table's other
+replicas (their writes are decided on too), for the dimensions the tick is about to lower
+on minutes read as idle (`read_witnesses`); each table's decreases held for want of it
+(`planned_table`), and logged (`log_unwitnessed`).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from datetime import datetime
 
 from ..aws import metrics
-from ..core.delivery import hold_unwitnessed, idle_decreases, idle_minutes, witnessed
+from ..aws.error_codes import describe_error
+from ..core.delivery import (
+    WORST_FIRST,
+    Verdict,
+    decided_from,
+    hold_unwitnessed,
+    idle_decreases,
+    idle_minutes,
+    verdict,
+)
 from ..core.floorplan import FloorPlan
 from ..core.outcomes import Status, change_row
 from ..core.plan import Change, Held, floor_planned, plan_table
@@ -21,14 +32,44 @@ from ..core.series import Key, Series
 from ..core.tables import ManagedTable
 from ..events import log_event
 from .plans import with_plans_in_force
+from .replicas import region_cloudwatch
 from .tick_state import TickState
+
+WHY_HELD = {
+    Verdict.AWAITED: "its witness's newest period ends before the minutes the decrease is "
+    "decided on (a short scale-down window): held until a tick whose witness reaches them",
+    Verdict.NEW: "DynamoDB has published none of its provisioned capacity in the hour, and "
+    "the table was created or switched from on-demand within the hour: held until it does",
+    Verdict.UNREAD: "its delivery witness could not be read: a failure of the table",
+}
+"""Why a decrease is held, not counted as MetricsStalled (``witness-awaited``)."""
+
+
+def regions_of(t: TickState, key: Key) -> list[str | None]:
+    """The Regions whose witness a decrease of ``key`` waits for: this one (None), and for
+    a global table's writes each other replica's (their minutes are merged in)."""
+    return [None, *(t.config.replica_regions(key[0]) if key[2] == "write" else ())]
+
+
+def verdict_of(t: TickState, table: ManagedTable, key: Key) -> tuple[Verdict, str | None]:
+    """The `Verdict` of ``key``'s witnesses read this tick, the worst of its Regions', and
+    the Region it is of (None: this one). A witness not read is `Verdict.UNREAD`."""
+    since = decided_from(t.now, t.config)
+    found = [
+        (verdict(t.witnesses[(r, key)], t.now, since, table.began), r)
+        if (r, key) in t.witnesses
+        else (Verdict.UNREAD, r)
+        for r in regions_of(t, key)
+    ]
+    return min(found, key=lambda f: WORST_FIRST.index(f[0]))
 
 
 def planned_table(
     t: TickState, table: ManagedTable, series: Mapping[Key, Series]
 ) -> tuple[list[tuple[Change, Decision]], list[Held], list[Change]]:
     """Every dimension's change (`plan_table`): a decrease that rests on minutes read as
-    idle only where the dimension's delivery witness was read and recent
+    idle only where the dimension's delivery witness was read, recent and within the
+    minutes the decrease is decided on, in every Region it waits for
     (`core.delivery.hold_unwitnessed`), then every decrease cut at the reservation floor
     (`floor_planned`, which spends it). Returns the plan, the decreases the floor held
     back, and those held for want of a witness."""
@@ -39,7 +80,7 @@ def planned_table(
         return plan_table(table, read, t.config, t.now, decreases_allowed=allowed, floor=t.floor)
 
     planned, stalled = hold_unwitnessed(
-        plan, own, lambda key: witnessed(t.witnesses.get(key), t.now)
+        plan, own, lambda key: verdict_of(t, table, key)[0] is Verdict.DELIVERED
     )
     if t.floor is None:
         return planned, [], stalled
@@ -55,9 +96,11 @@ def read_witnesses(
 ) -> None:
     """Read the delivery witness (`metrics.fetch_witness`, in one GetMetricData call a 500)
     of each dimension the tick is about to lower on minutes read as idle, into
-    ``t.witnesses``: a table none of whose dimensions is, a steady one, costs nothing. A
-    witness not read (its query failed or was not trusted) is a failure of its table, whose
-    decrease is held when the table is decided; every other table goes on."""
+    ``t.witnesses``, in this Region and, for a global table's writes, in each Region of
+    its other replicas: a table none of whose dimensions is, a steady one, costs nothing. A
+    witness not read (its query failed or was not trusted, its Region not reached) is a
+    failure of its table, whose decrease is held when the table is decided; every other
+    table goes on."""
     if t.shared_failures:  # no decrease anywhere this tick
         return
     asked: list[Key] = []
@@ -70,25 +113,56 @@ def read_witnesses(
         except Exception:  # noqa: S112 (the table fails when it is decided, as it raises again)
             continue
         asked += [c.dimension.key for c in idle_decreases(planned, series)]
-    if not asked:
-        return
+    by_region: dict[str | None, list[Key]] = {}
+    for key in asked:
+        for region in regions_of(t, key):
+            by_region.setdefault(region, []).append(key)
+    for region, keys in sorted(by_region.items(), key=lambda r: r[0] or ""):
+        _read_in(t, region, keys)
+
+
+def _read_in(t: TickState, region: str | None, keys: list[Key]) -> None:
+    """``keys``' witnesses in ``region`` (None: this one) into ``t.witnesses``; each one
+    not read fails its table, naming the Region."""
     errors: dict[Key, str] = {}
-    t.witnesses = metrics.fetch_witness(t.clients.cloudwatch, asked, t.now, errors=errors)
+    found: dict[Key, datetime | None] = {}
+    try:
+        cloudwatch = t.clients.cloudwatch
+        if region is not None:
+            cloudwatch = region_cloudwatch(t.clients, region, t.deadline)
+        found = metrics.fetch_witness(cloudwatch, keys, t.now, errors=errors)
+    except Exception as exc:  # the Region not reached: every key of it unread
+        errors = dict.fromkeys(keys, f"delivery witness: {describe_error(exc)}")
+    for key, newest in found.items():
+        t.witnesses[(region, key)] = newest
+    where = f"replica {region} " if region else ""
     for key, error in errors.items():
-        t.fail(key[0], f"{key[1] or 'table'} {key[2]}: {error}")
+        t.fail(key[0], f"{where}{key[1] or 'table'} {key[2]}: {error}")
 
 
-def log_stalled(t: TickState, stalled: list[Change]) -> None:
-    """A ``metrics-stalled`` warning for each decrease held because its dimension's
-    delivery witness was not recent (or not read): counted as ``MetricsStalled``."""
+def log_unwitnessed(t: TickState, table: ManagedTable, stalled: list[Change]) -> int:
+    """Log each decrease of ``table`` held for want of a delivery witness: a
+    ``metrics-stalled`` warning where the witness had no datapoint within
+    `core.delivery.WITNESS_MINUTES` (`Verdict.STALLED`), else ``witness-awaited`` (info).
+    Returns how many are counted as ``MetricsStalled``: the stalled ones."""
+    counted = 0
     for change in stalled:
-        d = change.dimension
-        newest = t.witnesses.get(d.key)
+        found, region = verdict_of(t, table, change.dimension.key)
+        newest = t.witnesses.get((region, change.dimension.key))
+        fields = {
+            **change_row(change, Status.HELD, None),
+            "region": region,
+            "witness": newest.isoformat() if newest else None,
+        }
+        if found is not Verdict.STALLED:
+            log_event("witness-awaited", **fields, verdict=found, reason=WHY_HELD[found])
+            continue
+        counted += 1
         log_event(
             "metrics-stalled",
             level=logging.WARNING,
-            **change_row(change, Status.HELD, None),
-            witness=newest.isoformat() if newest else None,
+            **fields,
             consequence="not lowered: its minutes without a datapoint may be CloudWatch's "
             "delay, not idle; counted as MetricsStalled",
         )
+    return counted

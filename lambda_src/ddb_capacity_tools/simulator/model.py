@@ -51,7 +51,7 @@ from itertools import accumulate, repeat
 from typing import ClassVar, NamedTuple
 
 from ddb_capacity_runtime.core.decreases import DecreaseLedger
-from ddb_capacity_runtime.core.delivery import WITNESS_PERIOD_MINUTES
+from ddb_capacity_runtime.core.delivery import WITNESS_LAG_MINUTES, WITNESS_PERIOD_MINUTES
 from ddb_capacity_runtime.core.series import step_start
 
 from .params import ModelParams
@@ -385,14 +385,22 @@ class SimulatedTable:
                     return minute
         return witnessed
 
+    @property
+    def witness_delay(self) -> int:
+        """Minutes after its 5-minute period ends before a provisioned-capacity datapoint
+        is visible: `WITNESS_LAG_MINUTES` (the latest reported for that metric), or
+        ``metric_delay_minutes`` when later (the model's CloudWatch is never quicker with
+        it than with the per-minute ones)."""
+        return max(self.params.metric_delay_minutes, WITNESS_LAG_MINUTES)
+
     def witness_through(self, t: int) -> datetime:
         """The timestamp of the newest provisioned-capacity datapoint CloudWatch holds at the
         start of minute ``t``, every dimension's delivery witness
         (`ddb_capacity_runtime.core.delivery`): DynamoDB publishes one every 5 minutes,
-        traffic or not, stamped with the start of its period, delivered
-        ``metric_delay_minutes`` after the period ends (never drawn later: the model's
-        CloudWatch stops for no table)."""
-        ended = t - self.params.metric_delay_minutes - WITNESS_PERIOD_MINUTES
+        traffic or not, stamped with the start of its period, delivered `witness_delay`
+        minutes after the period ends (never drawn later: the model's CloudWatch stops for
+        no table)."""
+        ended = t - self.witness_delay - WITNESS_PERIOD_MINUTES
         return step_start(self.time(ended), WITNESS_PERIOD_MINUTES)
 
     def key_range_events(self, key: Key, first: int, count: int, t: int) -> list[float]:

@@ -23,7 +23,12 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from ddb_capacity_runtime.core import settings
-from ddb_capacity_runtime.core.delivery import hold_unwitnessed, witnessed
+from ddb_capacity_runtime.core.delivery import (
+    Verdict,
+    decided_from,
+    hold_unwitnessed,
+    verdict,
+)
 from ddb_capacity_runtime.core.floorplan import STEP_MINUTES, FloorPlan
 from ddb_capacity_runtime.core.forecast import (
     HISTORY_DAYS,
@@ -601,7 +606,8 @@ class ThrottleAware:
             if self.own_target:
                 self._retarget(table)
         floor = reservation_floor(self.config.reservation, [table])  # its tables: this one
-        delivered = witnessed(sim.witness_through(t), now)  # every dimension's, as one
+        since = decided_from(now, self.config)  # every dimension's witness, as one
+        delivered = verdict(sim.witness_through(t), now, since) is Verdict.DELIVERED
 
         def plan(read: Mapping[SeriesKey, Series]) -> list[tuple[Change, Decision]]:
             return plan_table(table, read, self.config, now, floor=floor)  # this module's name
