@@ -127,19 +127,7 @@ def after_lowering(
     name, now = description["TableName"], window.clock()
     provisioned, decreased = lowered
     if not is_active(description):
-        status = str(description["TableStatus"])
-        if now <= window.end:
-            return f"{LOWERED} (status {status})", math.inf
-        unchecked = [t for t in provisioned if t.index in decreased]
-        why = UNCHECKED.format(status=status)
-        report_left(
-            name,
-            unchecked,
-            Needs(left=dict.fromkeys([t.key for t in unchecked], why)),
-            now,
-            CHECK_IT,
-        )
-        return True
+        return _still_updating(name, str(description["TableStatus"]), lowered, window)
     capacity = {t.key: units_of(description, t.index)[t.dimension] for t in provisioned}
     mine = [t for t in provisioned if t.index in decreased and capacity[t.key] < t.high_water_mark]
     floors = read_floors(readers, (), mine, (now, False))[1]
@@ -147,15 +135,14 @@ def after_lowering(
     if not back:
         log_event("settle-floors-held", table=name, checked=[[t.index, t.dimension] for t in mine])
         return True
-    done, consequence = "put back", None
-    try:
-        put_back(dynamodb, description, back)
-    except ClientError as exc:
-        if error_code(exc) != "ResourceInUseException" and not is_throttle(exc):
-            raise
-        if window.clock() <= window.end:
-            return f"{LOWERED}: a floor rose, put back once the table takes it ({exc})", math.inf
-        done, consequence = f"not put back: another update of the table ({exc})", RAISE_IT
+    failed = _put_back(dynamodb, description, back)
+    if failed is not None and window.clock() <= window.end:
+        return f"{LOWERED}: a floor rose, put back once the table takes it ({failed})", math.inf
+    done, consequence = (
+        ("put back", None)
+        if failed is None
+        else (f"not put back: another update of the table ({failed})", RAISE_IT)
+    )
     reasons = {t.key: why_risen(t, capacity[t.key], floors, done) for t in mine if t.key in back}
     for t in (t for t in mine if t.key in back):
         log_event(
@@ -168,6 +155,41 @@ def after_lowering(
         )
     report_left(name, mine, Needs(left=reasons), window.clock(), consequence)
     return True
+
+
+def _still_updating(
+    name: str,
+    status: str,
+    lowered: tuple[Sequence[SettleTarget], set[str | None]],
+    window: Window,
+) -> bool | Waiting:
+    """`after_lowering` while the table is not ACTIVE again: waited for until `Window.end`;
+    then the step is done all the same, each dimension of a table or GSI it decreased logged
+    and counted as not checked."""
+    now = window.clock()
+    if now <= window.end:
+        return f"{LOWERED} (status {status})", math.inf
+    provisioned, decreased = lowered
+    unchecked = [t for t in provisioned if t.index in decreased]
+    why = UNCHECKED.format(status=status)
+    report_left(
+        name, unchecked, Needs(left=dict.fromkeys([t.key for t in unchecked], why)), now, CHECK_IT
+    )
+    return True
+
+
+def _put_back(
+    dynamodb: DynamoDBClient, description: Mapping[str, Any], back: Mapping[Dim, int]
+) -> str | None:
+    """`put_back`: None once sent, or the error where another update of the table is in
+    flight or the call is throttled (the next call tries again, until `Window.end`)."""
+    try:
+        put_back(dynamodb, description, back)
+    except ClientError as exc:
+        if error_code(exc) != "ResourceInUseException" and not is_throttle(exc):
+            raise
+        return str(exc)
+    return None
 
 
 UNCHECKED = (
