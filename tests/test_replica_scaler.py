@@ -20,7 +20,9 @@ from ddb_capacity_runtime.aws.clients import call_bound, make_clients
 from ddb_capacity_runtime.core.series import Series, with_replicas
 from ddb_capacity_runtime.core.settings import ConfigError, ScalerConfig
 from ddb_capacity_tools import local_aws
+from ddb_capacity_tools.local_aws import put_traffic, put_witness
 from tests.moto_world import World
+from tests.test_faults import emf
 
 US, EU = local_aws.REGION, "eu-west-1"
 READ_MIN, WRITE_MIN = 10, 5
@@ -42,10 +44,17 @@ def worlds(aws_client: Any, aws_env: dict[str, str]) -> Iterator[dict[str, World
         world.close()
 
 
-def replicas(worlds: dict[str, World]) -> str:
-    """The global table's replica in each Region, under auto scaling at the baseline."""
-    names = {w.table("orders", 100, 100, tagged=False) for w in worlds.values()}
+def replicas(worlds: dict[str, World], eu_witness: bool = True) -> str:
+    """The global table's replica in each Region, under auto scaling at the baseline; its
+    delivery witness published in eu-west-1 up to now alone unless ``eu_witness`` (its
+    metrics stop arriving there after now)."""
+    names = {
+        w.table("orders", 100, 100, tagged=False, witness=eu_witness or r == US)
+        for r, w in worlds.items()
+    }
     (name,) = names
+    if not eu_witness:
+        put_witness(worlds[EU].cw, name, end=worlds[EU].now, units=(100, 100))
     for world in worlds.values():
         world.target(name, "read", READ_MIN, 1000)
         world.target(name, "write", WRITE_MIN, 1000)
@@ -74,10 +83,12 @@ def minimums(worlds: dict[str, World], name: str, dimension: str) -> dict[str, i
     return {region: w.target_min(name, dimension) for region, w in worlds.items()}
 
 
-def writes_throttled_in_us(worlds: dict[str, World], read: float = 0) -> str:
+def writes_throttled_in_us(
+    worlds: dict[str, World], read: float = 0, *, eu_witness: bool = True
+) -> str:
     """The replicas, 50 writes a second seen by both (replicated) and ``read`` reads, and
     10 a second of the writes refused in us-east-1 alone, in the newest minute."""
-    name = replicas(worlds)
+    name = replicas(worlds, eu_witness)
     for world in worlds.values():
         world.traffic(name, "write", 50)
         if read:
@@ -86,10 +97,12 @@ def writes_throttled_in_us(worlds: dict[str, World], read: float = 0) -> str:
     return name
 
 
-def write_minimums_raised(worlds: dict[str, World]) -> tuple[str, dict[str, int]]:
+def write_minimums_raised(
+    worlds: dict[str, World], *, eu_witness: bool = True
+) -> tuple[str, dict[str, int]]:
     """The replicas after a write throttled in us-east-1 (`writes_throttled_in_us`) and a
     tick in each Region: both write minimums raised alike, above `WRITE_MIN`."""
-    name = writes_throttled_in_us(worlds)
+    name = writes_throttled_in_us(worlds, eu_witness=eu_witness)
     for region in worlds:
         tick(worlds, region, name)
     raised = minimums(worlds, name, "write")
@@ -163,6 +176,89 @@ def test_an_unreadable_region_is_a_failure_and_never_lowers_a_write(
     assert failure["table"] == name and "replica us-east-1" in failure["reason"]
     assert "no route to CloudWatch" in failure["reason"]
     assert summaries[US]["failures"] == []
+
+
+def replica_tick(
+    worlds: dict[str, World], region: str, tables: list[str], now: datetime
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """One tick of ``region``'s scaler over ``tables``, each a global table replicated to
+    the other Region; returns its summary and its events and EMF records."""
+    others = [r for r in worlds if r != region]
+    return worlds[region].tick(
+        now,
+        SCALER_TABLES=",".join(tables),
+        SCALER_TAG_KEY="",
+        SCALER_REPLICAS=json.dumps({t: {"regions": others} for t in tables}),
+    )
+
+
+def later_ticks(worlds: dict[str, World]) -> datetime:
+    """45 minutes after the worlds' now, the state store read every minute up to then in
+    each Region (each tick reads it): the minutes before are delivered here."""
+    for world in worlds.values():
+        world.traffic(world.store.name, "read", 0.5, minutes=range(-44, -28))
+    return worlds[US].now + timedelta(minutes=45)
+
+
+def stalled_writes(lines: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    return [e for e in lines if e.get("event") == "metrics-stalled" and e.get("table") == name]
+
+
+def test_a_global_table_quiet_everywhere_restores_its_write_minimum(
+    worlds: dict[str, World],
+) -> None:
+    # GIVEN both write minimums raised by a write throttled in us-east-1
+    name, raised = write_minimums_raised(worlds)
+    # WHEN 45 minutes later, no write anywhere since, each Region's scaler ticks, the
+    # table's delivery witness arriving on time in both Regions
+    later = later_ticks(worlds)
+    summaries = {region: tick(worlds, region, name, later) for region in worlds}
+    # THEN both write minimums are back at the template's baseline: another Region's
+    # minutes without a datapoint read as idle, as this one's, once its witness shows them
+    # delivered
+    assert minimums(worlds, name, "write") == {US: WRITE_MIN, EU: WRITE_MIN}
+    assert all(s["failures"] == [] for s in summaries.values())
+    assert worlds[US].memory(name, "write") is None
+
+
+def test_a_global_table_quiet_everywhere_waits_for_the_witness_of_another_region(
+    worlds: dict[str, World],
+) -> None:
+    # GIVEN both write minimums raised, and the table's metrics no longer arriving in
+    # eu-west-1 (its witness there stopped at the raise)
+    name, raised = write_minimums_raised(worlds, eu_witness=False)
+    # WHEN 45 minutes later, no write seen anywhere since, us-east-1's scaler ticks
+    later = later_ticks(worlds)
+    summary, lines = replica_tick(worlds, US, [name], later)
+    # THEN its write minimum stays raised: eu-west-1's minutes may be a stall, not idle
+    assert minimums(worlds, name, "write")[US] == raised[US]
+    # AND the held decrease is counted as a stall of eu-west-1's metrics, naming it
+    assert emf(lines, name)["MetricsStalled"] == 1
+    (held,) = stalled_writes(lines, name)
+    assert (held["dimension"], held["region"]) == ("write", EU)
+    assert summary["failures"] == []
+
+
+def test_local_writes_never_hide_another_regions_stall(worlds: dict[str, World]) -> None:
+    # GIVEN both write minimums raised, the table's metrics no longer arriving in eu-west-1
+    # (its witness there stopped at the raise), and another global table whose metrics
+    # still arrive there: eu-west-1's minutes without a write of the first read as idle
+    name, raised = write_minimums_raised(worlds, eu_witness=False)
+    busy = {w.table("busy", 100, 100, tagged=False) for w in worlds.values()}.pop()
+    later = later_ticks(worlds)
+    for world in worlds.values():
+        put_traffic(world.cw, busy, "write", 50, end=later, minutes=range(45))
+    # WHEN 45 minutes later, light writes of the first seen in us-east-1 alone every
+    # minute since, us-east-1's scaler ticks
+    put_traffic(worlds[US].cw, name, "write", 5, end=later, minutes=range(45))
+    summary, lines = replica_tick(worlds, US, [name, busy], later)
+    # THEN its write minimum stays raised: the writes eu-west-1's stall may hide are not
+    # taken for none because us-east-1's are known
+    assert minimums(worlds, name, "write")[US] == raised[US]
+    assert emf(lines, name)["MetricsStalled"] == 1
+    (held,) = stalled_writes(lines, name)
+    assert (held["dimension"], held["region"]) == ("write", EU)
+    assert summary["failures"] == []
 
 
 START = datetime(2026, 1, 5, tzinfo=UTC)

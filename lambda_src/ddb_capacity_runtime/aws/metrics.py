@@ -71,6 +71,7 @@ def fetch(
     throttled: list[str] | None = None,
     witness: str | None = None,
     arriving: int = 0,
+    delivered: bool = False,
 ) -> dict[Key, Series]:
     """Every key's series over [start, end), zero-filled per minute, with what is unknown.
 
@@ -84,6 +85,8 @@ def fetch(
     ``witness``: a table read every tick (the scaler's state store), whose consumed read
     capacity is asked in every batch too: a minute it shows delivered is delivered for the
     batch, so a batch of idle tables (no datapoint of their own) is known idle, not unknown.
+    ``delivered``: every minute is taken for delivered, as a witness would show it (another
+    Region's: no store there; `ddb_capacity_runtime.core.delivery`'s witness proves it).
 
     ``arriving``: the newest minutes of [start, end) whose datapoints may still be on their
     way (CloudWatch delivers a minute 1-3 minutes late, and not every metric of a batch at
@@ -108,7 +111,7 @@ def fetch(
         if witness is not None and len(batch) < MAX_QUERIES_PER_CALL:
             batch.append(_query(WITNESS_ID, (witness, None, "read"), WITNESS_METRIC, 60))
         try:
-            delivered = _fetch_batch(cloudwatch, batch, start, end, reads)
+            newest_minute = _fetch_batch(cloudwatch, batch, start, end, reads)
         except Exception as exc:
             if errors is None:
                 raise
@@ -116,7 +119,7 @@ def fetch(
             into.append(f"GetMetricData ({len(batch)} queries): {describe_error(exc)}")
             failed.update(ids)
             continue
-        newest.update(dict.fromkeys(ids, delivered))
+        newest.update(dict.fromkeys(ids, end - MINUTE if delivered else newest_minute))
     return _by_key(planned, reads, newest, failed, starts, minutes - arriving)
 
 

@@ -118,36 +118,55 @@ def verdict(
     return Verdict.DELIVERED
 
 
-def idle_minutes(series: Series) -> int:
-    """The minutes of ``series`` read as idle: known, with no consumption and no throttle
-    (no datapoint of the dimension's own, or datapoints of 0)."""
+def idle_mask(series: Series) -> list[bool]:
+    """Per minute of ``series``: whether it reads as idle, known, with no consumption and
+    no throttle (no datapoint of the dimension's own, or datapoints of 0)."""
     unknown = series.unknown
-    return sum(
-        1
+    return [
+        used == 0 and events == 0 and not (unknown and unknown[i])
         for i, (used, events) in enumerate(zip(series.consumed, series.throttles, strict=True))
-        if used == 0 and events == 0 and not (unknown and unknown[i])
-    )
-
-
-def idle_unknown(series: Series) -> Series:
-    """``series`` with its minutes read as idle unknown: late or idle, not to be told apart
-    without the witness. They still read 0 (a raise never rests on them)."""
-    unknown = series.unknown or [False] * len(series.minute_starts)
-    marked = [
-        u or (used == 0 and events == 0)
-        for u, used, events in zip(unknown, series.consumed, series.throttles, strict=True)
     ]
+
+
+def idle_minutes(series: Series) -> int:
+    """The minutes of ``series`` read as idle (`idle_mask`)."""
+    return sum(idle_mask(series))
+
+
+def decided_idle(series: Series, since: datetime) -> list[bool]:
+    """`idle_mask` of ``series``, but for its minutes before ``since`` (`decided_from`)."""
+    return [i and m >= since for i, m in zip(idle_mask(series), series.minute_starts, strict=True)]
+
+
+def idle_unknown(series: Series, also: list[bool] | None = None) -> Series:
+    """``series`` with its minutes read as idle unknown, and those marked in ``also`` (read
+    as idle in a global table's replica, before merging: `Elsewhere`): late or idle, not to
+    be told apart without the witness. They still read 0 (a raise never rests on them)."""
+    unknown = series.unknown or [False] * len(series.minute_starts)
+    extra = also or [False] * len(series.minute_starts)
+    marked = [u or x or i for u, x, i in zip(unknown, extra, idle_mask(series), strict=True)]
     return replace(series, unknown=marked)
 
 
+Elsewhere = Mapping[Key, list[bool]]
+"""Per dimension of a global table's writes: the minutes (of its series) read as idle in
+the series of one of its replicas before merging, within the minutes the decrease is
+decided on (`decided_idle`). The merged minute may hold another replica's writes, but a
+replica whose metrics stopped arriving hides its own: a decrease resting on them waits
+for the witness as if the merged minute were idle."""
+
+
 def idle_decreases(
-    planned: list[tuple[Change, Decision]], series: Mapping[Key, Series]
+    planned: list[tuple[Change, Decision]], series: Mapping[Key, Series], elsewhere: Elsewhere
 ) -> list[Change]:
-    """The decreases of ``planned`` whose dimension's series holds a minute read as idle."""
+    """The decreases of ``planned`` whose dimension's series holds a minute read as idle,
+    or one read as idle in a replica (``elsewhere``)."""
     return [
         c
         for c, _ in planned
-        if c.action == DECREASE and c.new < c.old and idle_minutes(series[c.dimension.key])
+        if c.action == DECREASE
+        and c.new < c.old
+        and (idle_minutes(series[c.dimension.key]) or any(elsewhere.get(c.dimension.key, ())))
     ]
 
 
@@ -155,19 +174,26 @@ def hold_unwitnessed(
     plan: Callable[[Mapping[Key, Series]], list[tuple[Change, Decision]]],
     series: Mapping[Key, Series],
     delivered: Callable[[Key], bool],
+    elsewhere: Elsewhere | None = None,
 ) -> tuple[list[tuple[Change, Decision]], list[Change]]:
     """``plan(series)`` (``series``: one table's), with each decrease that rests on minutes
-    read as idle of a dimension whose delivery is not witnessed (``delivered(key)`` False)
-    held: those minutes are made unknown and the table planned again. Returns the plan and
-    the decreases held. Unknown minutes only ever take decreases away, so one more plan
-    suffices; the loop asks again until no such decrease is left, whatever the plan."""
+    read as idle (here, or in a replica: ``elsewhere``) of a dimension whose delivery is not
+    witnessed (``delivered(key)`` False) held: those minutes are made unknown and the table
+    planned again. Returns the plan and the decreases held. Unknown minutes only ever take
+    decreases away, so one more plan suffices; the loop asks again until no such decrease
+    is left, whatever the plan."""
+    replicas: Elsewhere = elsewhere or {}
     planned = plan(series)
     held: list[Change] = []
     while True:
-        unwitnessed = [c for c in idle_decreases(planned, series) if not delivered(c.dimension.key)]
+        unwitnessed = [
+            c for c in idle_decreases(planned, series, replicas) if not delivered(c.dimension.key)
+        ]
         if not unwitnessed:
             return planned, held
         held += unwitnessed
-        marked = {c.dimension.key: idle_unknown(series[c.dimension.key]) for c in unwitnessed}
+        keys = {c.dimension.key for c in unwitnessed}
+        marked = {k: idle_unknown(series[k], replicas.get(k)) for k in keys}
         series = {**series, **marked}
+        replicas = {k: v for k, v in replicas.items() if k not in keys}
         planned = plan(series)

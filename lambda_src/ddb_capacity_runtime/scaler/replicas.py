@@ -8,10 +8,13 @@ AWS: the scaler moves only the targets of its own Region.
 
 Another Region's metrics are untrusted like any: a minute that cannot be read there is
 unknown here (no decrease of that dimension), and a Region that cannot be read at all is a
-failure of each table read from it (counted, and alarmed), never a lowered capacity. A
-minute without a datapoint there reads as idle, as here: a decrease resting on one waits
-for the table's delivery witness in that Region too (`witness`, through
-`region_cloudwatch`)."""
+failure of each table read from it (counted, and alarmed), never a lowered capacity. There,
+no table is read every tick to show the minutes delivered (the state store is here): every
+minute is taken for delivered, and one without a datapoint of the dimension's own, older
+than the minutes still arriving, reads as idle (`metrics.fetch`, ``delivered``). A decrease
+resting on a minute read as idle in any replica's own series, merged or not, waits for
+the table's delivery witness in every Region of its replicas (`witness`, through
+`region_cloudwatch`): a replica whose metrics stopped arriving never hides its writes."""
 
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from ..aws import metrics
 from ..aws.clients import Clients, call_bound
 from ..aws.error_codes import describe_error
 from ..core.deadline import NONE, Deadline, DeadlinePassed
+from ..core.delivery import decided_from, decided_idle
 from ..core.series import MINUTE, Key, Series, with_replicas
 from ..core.settings import ScalerConfig
 from ..core.tables import ManagedTable
@@ -39,12 +43,16 @@ def replicated(
     window: tuple[datetime, datetime],
     fail: Callable[[str, str], None],
     deadline: Deadline = NONE,
+    idle: dict[Key, list[bool]] | None = None,
 ) -> dict[Key, Series]:
     """``series`` with each replicated table's write dimensions read in every Region of
     its replicas (`ScalerConfig.replica_regions`) and merged; ``fail(table, reason)`` for a
     table whose other Region could not be read (its writes then forbid a decrease). A
     Region is not read once the tick's ``deadline`` leaves less than one bounded call, so
-    another Region's outage never takes the time this Region's decisions need."""
+    another Region's outage never takes the time this Region's decisions need. ``idle``
+    (given: filled): per dimension merged, its minutes read as idle in a replica's own
+    series, this Region's or another's, within the minutes a decrease at the window's end
+    is decided on (`core.delivery.decided_idle`)."""
     wanted: dict[str, list[Key]] = {}
     for table in tables:
         for region in config.replica_regions(table.name):
@@ -58,6 +66,11 @@ def replicated(
     out = dict(series)
     for key, theirs in others.items():
         out[key] = with_replicas(series[key], theirs)
+        if idle is not None:
+            since = decided_from(window[1], config)
+            alike = [s for s in theirs if s.minute_starts == series[key].minute_starts]
+            masks = [decided_idle(s, since) for s in (series[key], *alike)]
+            idle[key] = [any(m) for m in zip(*masks, strict=True)]
     return out
 
 
@@ -91,7 +104,9 @@ def _read_region(
     by_cause: dict[Key, str] = {}
     try:
         cloudwatch = region_cloudwatch(clients, region, deadline)
-        found = metrics.fetch(cloudwatch, keys, start, end, errors=errors, arriving=arriving)
+        found = metrics.fetch(
+            cloudwatch, keys, start, end, errors=errors, arriving=arriving, delivered=True
+        )
         found = metrics.fetch_causes(cloudwatch, found, start, end, errors=by_cause)
     except Exception as exc:  # the Region's writes are unknown: no decrease of them
         errors.append(describe_error(exc))

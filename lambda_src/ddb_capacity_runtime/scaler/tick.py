@@ -290,7 +290,9 @@ def _measure(t: _Tick, tables: list[ManagedTable]) -> dict[Key, Series]:
     for key, error in by_cause.items():  # its throttles are all taken for fixable
         t.fail(key[0], f"{key[1] or 'table'} {key[2]}: {error}")
     if t.config.replicas:  # a global table's writes, as every replica's scaler reads them
-        series = replicated(t.config, t.clients, tables, series, (start, end), t.fail, t.deadline)
+        series = replicated(
+            t.config, t.clients, tables, series, (start, end), t.fail, t.deadline, t.replica_idle
+        )
     return series
 
 

@@ -54,6 +54,9 @@ class TickState:
     """the newest datapoint of each delivery witness read this tick (`core.delivery`), by
     Region (None: this one) and dimension: of the dimensions about to be lowered on minutes
     read as idle only; one not read is absent"""
+    replica_idle: dict[Key, list[bool]] = field(default_factory=dict)
+    """per write dimension of a global table: its minutes read as idle in one of its
+    replicas' own series, before merging (`core.delivery.Elsewhere`)"""
 
     def shared(
         self,

@@ -3,8 +3,9 @@
 A table's plan in a tick, with the delivery witness (`core.delivery`): read, in one
 GetMetricData call a 500 in this Region and in each Region of a global table's other
 replicas (their writes are decided on too), for the dimensions the tick is about to lower
-on minutes read as idle (`read_witnesses`); each table's decreases held for want of it
-(`planned_table`), and logged (`log_unwitnessed`).
+on minutes read as idle (`read_witnesses`; a global table's writes, also on minutes read as
+idle in one replica's own series: `TickState.replica_idle`); each table's decreases held
+for want of it (`planned_table`), and logged (`log_unwitnessed`).
 """
 
 from __future__ import annotations
@@ -80,7 +81,10 @@ def planned_table(
         return plan_table(table, read, t.config, t.now, decreases_allowed=allowed, floor=t.floor)
 
     planned, stalled = hold_unwitnessed(
-        plan, own, lambda key: verdict_of(t, table, key)[0] is Verdict.DELIVERED
+        plan,
+        own,
+        lambda key: verdict_of(t, table, key)[0] is Verdict.DELIVERED,
+        t.replica_idle,
     )
     if t.floor is None:
         return planned, [], stalled
@@ -105,20 +109,26 @@ def read_witnesses(
         return
     asked: list[Key] = []
     for table in tables:
-        if not any(d.key in series and idle_minutes(series[d.key]) for d in table.dimensions):
+        if not any(_rests_on_idle(t, series, d.key) for d in table.dimensions):
             continue
         try:
             decided = with_plans_in_force(t.config, table, fresh, t.now)
             planned = plan_table(decided, series, t.config, t.now, floor=t.floor)
         except Exception:  # noqa: S112 (the table fails when it is decided, as it raises again)
             continue
-        asked += [c.dimension.key for c in idle_decreases(planned, series)]
+        asked += [c.dimension.key for c in idle_decreases(planned, series, t.replica_idle)]
     by_region: dict[str | None, list[Key]] = {}
     for key in asked:
         for region in regions_of(t, key):
             by_region.setdefault(region, []).append(key)
     for region, keys in sorted(by_region.items(), key=lambda r: r[0] or ""):
         _read_in(t, region, keys)
+
+
+def _rests_on_idle(t: TickState, series: Mapping[Key, Series], key: Key) -> bool:
+    """Whether a decrease of ``key`` would rest on a minute read as idle: of its series,
+    or, a global table's writes, of one replica's own (`TickState.replica_idle`)."""
+    return key in series and bool(idle_minutes(series[key]) or any(t.replica_idle.get(key, ())))
 
 
 def _read_in(t: TickState, region: str | None, keys: list[Key]) -> None:
