@@ -511,22 +511,24 @@ def test_is_complete_waits_through_creating_and_backfilling() -> None:
     assert answers == [{"IsComplete": False}, {"IsComplete": False}, LOWERED]
 
 
-def test_is_complete_fails_a_table_not_active_in_time() -> None:
+@pytest.mark.parametrize("status", ["CREATING", "UPDATING"], ids=["creating", "backfilling"])
+def test_is_complete_fails_a_table_not_active_in_time(status: str) -> None:
+    # GIVEN a table never ACTIVE for the step to lower: CREATING, or UPDATING while its GSI
+    # is created (not a decrease of the step's own in flight)
     client = stubbed()
     event = {
         **cfn_event("Create", {"TableName": "orders", "Targets": ORDERS_TARGETS}),
         "Data": {"SettleBy": "1000"},
     }
+    table = description(10, 10, {"byG": (1, 1)}, status=status)
+    table["GlobalSecondaryIndexes"][0]["IndexStatus"] = "CREATING"
     with Stubber(client) as stubber:
-        stubber.add_response(
-            "describe_table",
-            {"Table": description(1, 1, status="UPDATING")},
-            {"TableName": "orders"},
-        )
+        stubber.add_response("describe_table", {"Table": table}, {"TableName": "orders"})
+        # WHEN the provider asks past SettleBy THEN the step fails
         with pytest.raises(
             SettleError,
             match=f"^TimeoutError: table orders not ACTIVE after {SETTLE_WAIT_S} s "
-            r"\(status UPDATING\)",
+            rf"\(status {status}\)",
         ):
             is_complete(event, None, dynamodb=client, clock=lambda: 1001.0)
         stubber.assert_no_pending_responses()

@@ -40,6 +40,7 @@ from tests.test_settle_live import (
 from tests.test_settle_live import (
     cloudwatch as cloudwatch,  # noqa: F401 (fixture)
 )
+from tests.test_settle_live import settle as settle_live
 
 from .conftest import cfn_event
 
@@ -155,27 +156,29 @@ def settle(
     clock: Callable[[], float] = time.time,
     in_use: bool = False,
 ) -> dict[str, Any]:
-    """One call of is_complete on ``table`` at ``clock``, expecting exactly the UpdateTable
-    ``update`` (None: none), refused as ResourceInUseException with ``in_use``; ``holds``:
-    the hold store's reader."""
-    client = stubbed()
-    with Stubber(client) as stubber:
-        stubber.add_response("describe_table", {"Table": table}, {"TableName": table["TableName"]})
-        if update is not None and in_use:
+    """is_complete on ``table`` at ``clock``, expecting exactly the UpdateTable ``update``
+    (None: none), refused as ResourceInUseException with ``in_use``; ``holds``: the hold
+    store's reader. Where it lowers, the next call decides what is left at its mark
+    (`test_settle_live.settle`); the first call's answer."""
+    if in_use:
+        client = stubbed()
+        with Stubber(client) as stubber:
+            stubber.add_response(
+                "describe_table", {"Table": table}, {"TableName": table["TableName"]}
+            )
             stubber.add_client_error("update_table", "ResourceInUseException", "updating", 400)
-        elif update is not None:
-            stubber.add_response("update_table", {"TableDescription": {}}, update)
-        answer = is_complete(
-            event,
-            None,
-            dynamodb=client,
-            cloudwatch=cloudwatch,
-            autoscaling=autoscaling,
-            holds=holds,
-            clock=clock,
-        )
-        stubber.assert_no_pending_responses()
-    return answer
+            answer = is_complete(
+                event,
+                None,
+                dynamodb=client,
+                cloudwatch=cloudwatch,
+                autoscaling=autoscaling,
+                holds=holds,
+                clock=clock,
+            )
+            stubber.assert_no_pending_responses()
+        return answer
+    return settle_live(event, table, update, cloudwatch, autoscaling, holds=holds, clock=clock)
 
 
 def counts(capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:

@@ -6,6 +6,7 @@ Application Auto Scaling."""
 
 from __future__ import annotations
 
+import copy
 import logging
 import time
 import uuid
@@ -128,24 +129,57 @@ def stubbed() -> Any:
     )
 
 
+DONE = {"IsComplete": True, "Data": {"Settled": "true"}}
+"""The answer of the call after the one that lowered, its floors held: the step is done."""
+
+
+def applied(table: dict[str, Any], update: dict[str, Any], at: float) -> dict[str, Any]:
+    """``table`` (its DescribeTable) once ``update`` (an UpdateTable) has lowered it at
+    ``at``: ACTIVE again, the decrease of each table or GSI it touched dated then."""
+    out = copy.deepcopy(table)
+    specs = {None: out, **{g["IndexName"]: g for g in out.get("GlobalSecondaryIndexes", [])}}
+    changes = [
+        (None, update.get("ProvisionedThroughput")),
+        *(
+            (u["Update"]["IndexName"], u["Update"]["ProvisionedThroughput"])
+            for u in update.get("GlobalSecondaryIndexUpdates", [])
+        ),
+    ]
+    for index, throughput in changes:
+        if throughput is not None:
+            when = datetime.fromtimestamp(at, UTC)
+            specs[index]["ProvisionedThroughput"] = {**throughput, "LastDecreaseDateTime": when}
+    return out
+
+
 def settle(
     event: dict[str, Any],
     table: dict[str, Any],
     update: dict[str, Any] | None,
     cloudwatch: Any,
     autoscaling: Any,
+    **more: Any,
 ) -> dict[str, Any]:
     """One call of is_complete on ``table`` (its DescribeTable), expecting exactly the
-    UpdateTable ``update`` (None: none); ``cloudwatch`` and ``autoscaling``: its readers."""
-    client = stubbed()
+    UpdateTable ``update`` (None: none); ``cloudwatch`` and ``autoscaling`` (and ``more``:
+    its hold store's reader, its clock): its readers. Where it lowers, the provider's next
+    call, on the table lowered (`applied`), reads its floors again, puts nothing back and
+    decides what is left at its mark (`DONE`); the first call's answer."""
+    client, clock = stubbed(), more.get("clock", time.time)
+    readers = {"cloudwatch": cloudwatch, "autoscaling": autoscaling, **more}
     with Stubber(client) as stubber:
         stubber.add_response("describe_table", {"Table": table}, {"TableName": table["TableName"]})
         if update is not None:
             stubber.add_response("update_table", {"TableDescription": {}}, update)
-        answer = is_complete(
-            event, None, dynamodb=client, cloudwatch=cloudwatch, autoscaling=autoscaling
-        )
+        answer = is_complete(event, None, dynamodb=client, **readers)
         stubber.assert_no_pending_responses()
+        if update is not None and answer == LOWERED:
+            lowered = applied(table, update, clock())
+            stubber.add_response(
+                "describe_table", {"Table": lowered}, {"TableName": lowered["TableName"]}
+            )
+            assert is_complete(event, None, dynamodb=client, **readers) == DONE
+            stubber.assert_no_pending_responses()
     return answer
 
 

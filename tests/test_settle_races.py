@@ -418,11 +418,13 @@ def test_a_dimension_left_at_its_mark_is_counted_once_and_never_lowered_later(
     assert [first, second] == PUT_BACK
     assert len(updates) == 2 and "GlobalSecondaryIndexUpdates" not in updates[1]
     assert capacity(dynamodb, name) == {None: (2000, 5), "bySku": (1000, 5)}
-    # AND each dimension left at its mark is counted once, by the call that decided it: the
-    # GSI's read by the call that lowered, the read by the call that put it back
-    left = [(e["index"], e["dimension"]) for e in left_events(caplog)]
-    assert left == [("bySku", "read"), (None, "read")]
-    assert [r["SettleLeft"] for r in counts(capsys)] == [1, 1]
+    # AND each dimension left at its mark is counted once, by the call that decided it (the
+    # call that lowered counts none): the read put back, and the GSI's read still at its
+    # mark, its holds unknown, or (mended) known but too late: the step did not lower it
+    left = {(e["index"], e["dimension"]): e["reason"] for e in left_events(caplog)}
+    assert list(left) == [(None, "read"), ("bySku", "read")]
+    assert ("the step did not lower it" in left[("bySku", "read")]) is mended
+    assert [r["SettleLeft"] for r in counts(capsys)] == [2]
 
 
 def before_the_step(dynamodb: Any) -> Any:
@@ -663,6 +665,102 @@ def test_a_decrease_that_outlasts_the_step_leaves_what_it_lowered_counted_unchec
     assert all("the table is still UPDATING at the step's end" in e["reason"] for e in left)
     assert all(e["consequence"].startswith("its capacity holds and MinCapacity") for e in left)
     assert [r["SettleLeft"] for r in counts(capsys)] == [3]
+
+
+def undated(table: dict[str, Any]) -> dict[str, Any]:
+    """``table`` (`updating`) whose decrease DescribeTable does not date yet (DynamoDB may
+    date it only once the update is done)."""
+    for spec in [table, *table["GlobalSecondaryIndexes"]]:
+        spec["ProvisionedThroughput"].pop("LastDecreaseDateTime")
+    return table
+
+
+@pytest.mark.usefixtures("in_lambda")
+def test_the_step_s_own_undated_decrease_in_flight_past_its_settle_by_fails_no_deploy(
+    dynamodb: Any,
+    store: str,
+    autoscaling: Any,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # GIVEN a new table at its marks that the step lowers 400 s before its SettleBy, in
+    # time; its decrease is still in flight past SettleBy and to the step's end, the table
+    # UPDATING and DescribeTable dating no decrease
+    name = table_name()
+    event = create_event(name, store)
+    settle_by = int(event["Data"]["SettleBy"])
+    table = stubbed_dynamodb()
+    marks = undated(updating(name, 2000, "ACTIVE"))
+    marks["ProvisionedThroughput"]["WriteCapacityUnits"] = 500
+    marks["GlobalSecondaryIndexes"][0]["ProvisionedThroughput"]["ReadCapacityUnits"] = 1000
+    with Stubber(table) as stubber, caplog.at_level(logging.INFO):
+        stubber.add_response("describe_table", {"Table": marks}, {"TableName": name})
+        stubber.add_response("update_table", {"TableDescription": {}})
+        for _ in range(2):
+            stubber.add_response(
+                "describe_table", {"Table": undated(updating(name, 100))}, {"TableName": name}
+            )
+        # WHEN the provider asks, then 5 s past SettleBy, then past the step's end
+        answers = [
+            is_complete(
+                event,
+                None,
+                dynamodb=table,
+                autoscaling=autoscaling,
+                holds=dynamodb,
+                clock=lambda at=at: settle_by + at,  # type: ignore[misc]
+            )
+            for at in (-400, 5, FINISH_S + 1)
+        ]
+        stubber.assert_no_pending_responses()
+    # THEN it waits for what may be its own decrease instead of failing the deploy; at the
+    # step's end it is done, each dimension it may have lowered counted as not checked
+    assert answers == [{"IsComplete": False}, *LOWERED_THEN_DONE]
+    left = left_events(caplog)
+    assert {(e["index"], e["dimension"]) for e in left} == {
+        (None, "read"),
+        (None, "write"),
+        ("bySku", "read"),
+    }
+    assert all("the table is still UPDATING at the step's end" in e["reason"] for e in left)
+    assert [r["SettleLeft"] for r in counts(capsys)] == [3]
+
+
+@pytest.mark.usefixtures("in_lambda")
+def test_another_writer_s_decrease_in_the_step_s_window_leaves_nothing_uncounted(
+    dynamodb: Any,
+    store: str,
+    autoscaling: Any,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # GIVEN a new table at its marks whose GSI's read another writer (auto scaling's
+    # scale-in, the scaler) lowers after the step began, before its first call looks
+    name = table_at_marks(dynamodb)
+    event = create_event(name, store)
+    dynamodb.update_table(
+        TableName=name,
+        GlobalSecondaryIndexUpdates=[
+            {
+                "Update": {
+                    "IndexName": "bySku",
+                    "ProvisionedThroughput": {"ReadCapacityUnits": 900, "WriteCapacityUnits": 5},
+                }
+            }
+        ],
+    )
+    # WHEN the provider runs the step's Create
+    with caplog.at_level(logging.INFO):
+        answers = provider(event, dynamodb=dynamodb, autoscaling=autoscaling, holds=dynamodb)
+    # THEN the step takes that decrease for its own and lowers nothing more; but each
+    # dimension this deploy provisioned still at its mark is logged, saying the step did not
+    # lower it, and counted once (SettleLeft, which the step's alarm watches)
+    assert answers == [{"IsComplete": True, "Data": {"Settled": "true"}}]
+    assert capacity(dynamodb, name) == {None: (2000, 500), "bySku": (900, 5)}
+    left = left_events(caplog)
+    assert {(e["index"], e["dimension"]) for e in left} == {(None, "read"), (None, "write")}
+    assert all("the step did not lower it" in e["reason"] for e in left), left
+    assert [r["SettleLeft"] for r in counts(capsys)] == [2]
 
 
 # ---------------------------------------------------------------- a Create and its minimums

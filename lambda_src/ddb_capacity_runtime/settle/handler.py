@@ -37,7 +37,9 @@ a table it found at its mark, and raises nothing. So once it has lowered, the st
 to wait, and a later call, once the table is ACTIVE again, reads the floors of what it
 lowered again (`put_back.after_lowering`): a dimension whose floor rose above its capacity,
 or can no longer be read, is put back at its mark. A call knows the step has lowered from
-the table's own dates of its decreases (`put_back.decreased_since`): it lowers nothing more.
+the table's own dates of its decreases (`put_back.decreased_since`): it lowers nothing more
+(another writer's decrease in the step's time is taken for the step's: what it leaves at its
+mark is counted all the same, by the call after, which decides).
 The step lowers only with `LOWER_BY_S` left before its SettleBy, and once it has, its own
 decrease still in flight at SettleBy fails no deploy. Every dimension left at its mark, or
 put back there, is logged (``settle-left``: auto scaling lowers an auto-scaled one; a fixed
@@ -82,6 +84,7 @@ from .put_back import (
     decreased_since,
     is_active,
     report_left,
+    still_updating,
 )
 from .settle_plan import (
     LOWER_BY_S,
@@ -236,7 +239,8 @@ def is_complete(
     """The provider's call every few seconds until done: settles the table once it and its
     GSIs are ACTIVE (``Data.Settled`` says whether the step lowered it), and once it has,
     checks what it lowered at a later call; a table not ACTIVE by ``SettleBy`` (before the
-    step lowered it) fails the step. Delete is done at once. ``cloudwatch``,
+    step lowered it, and not UPDATING with its own decrease possibly in flight) fails the
+    step. Delete is done at once. ``cloudwatch``,
     ``autoscaling`` and ``holds`` (a DynamoDB client of the hold store): the readers of a
     table's traffic, minimums and holds (default: the function's own)."""
     with _failures(event):
@@ -315,12 +319,16 @@ def _settle_when_active(
     (`put_back.after_lowering`). Before, the dimensions this deploy provisioned still at
     their mark are lowered, each no lower than what bounds it (`floors.read_floors`: a hold
     read that meets an error that may pass, within `PERMISSION_WAIT_S` of the step's first
-    call, answers a status to wait on, read again at the next call), in one UpdateTable;
-    each one left there is logged and counted (`put_back.report_left`, once the UpdateTable
-    went through: a call answered to wait counts none), and the call answers to wait: a
-    later one reads the floors of what it lowered again. A table ACTIVE with less than
-    `LOWER_BY_S` left before ``SettleBy`` is not lowered: its dimensions stay at their
-    mark, counted."""
+    call, answers a status to wait on, read again at the next call), in one UpdateTable,
+    and the call answers to wait, counting nothing: a later one reads the floors of what it
+    lowered, and of what is still at its mark, again, and counts every dimension left at
+    its mark (`put_back.after_lowering`). A call that lowers nothing decides for good: each
+    one left at its mark is logged and counted (`put_back.report_left`). A table ACTIVE
+    with less than `LOWER_BY_S` left before ``SettleBy`` is not lowered: its dimensions
+    stay at their mark, counted. A table UPDATING then, no decrease dated (its own may be
+    in flight, dated only once done), is waited for until the step's end, then counted
+    unchecked (`put_back.still_updating`); one not ACTIVE otherwise by ``SettleBy`` fails
+    the step."""
     name = table[0]
     dynamodb = clients[0] or dynamodb_client()
     description = table_calls.describe(dynamodb, name)
@@ -330,9 +338,12 @@ def _settle_when_active(
     decreased = decreased_since(description, provisioned, window.began)
     if decreased:  # the step lowered: only what it lowered is looked at again
         return after_lowering(dynamodb, description, (provisioned, decreased), readers, window)
-    if not is_active(description):
-        return str(description["TableStatus"]), window.settle_by
     chosen, now = at_mark(description, provisioned), window.clock()
+    if not is_active(description):
+        if now > window.settle_by - LOWER_BY_S and _updating(description):
+            maybe = (provisioned, {t.index for t in provisioned})  # its decrease, undated
+            return still_updating(description, maybe, window, MAYBE_LOWERED)
+        return str(description["TableStatus"]), window.settle_by
     if chosen and now > window.settle_by - LOWER_BY_S:
         late = TOO_LATE.format(left=max(0.0, window.settle_by - now), by=LOWER_BY_S)
         report_left(name, chosen, Needs(left=dict.fromkeys([t.key for t in chosen], late)), now)
@@ -343,9 +354,27 @@ def _settle_when_active(
         status = f"capacity holds not read yet ({shown_text(str(exc), REASON_CHARS)})"
         return status, window.settle_by
     lowered = [t for t in chosen if t.key not in needs.left]
-    settled = settle_table(dynamodb, description, lowered, needs) is not None
+    if settle_table(dynamodb, description, lowered, needs) is not None:
+        return LOWERED, window.settle_by  # what it leaves is counted by the call that decides
     report_left(name, chosen, needs, window.clock())  # decided for good: counted once
-    return (LOWERED, window.settle_by) if settled else False
+    return False
+
+
+def _updating(description: Mapping[str, Any]) -> bool:
+    """Whether the table is UPDATING, no GSI of it being created: possibly the step's own
+    decrease in flight, which DynamoDB may date only once it is done."""
+    return description["TableStatus"] == "UPDATING" and all(
+        gsi.get("IndexStatus") != "CREATING"
+        for gsi in description.get("GlobalSecondaryIndexes", [])
+    )
+
+
+MAYBE_LOWERED = (
+    "possibly lowered: the table is UPDATING past the step's time to lower, waited for until "
+    "the step's end"
+)
+"""The status of a call that finds the table UPDATING, no decrease dated, once the step may no
+longer lower: its own decrease may be in flight (`put_back.still_updating`)."""
 
 
 TOO_LATE = (

@@ -43,6 +43,8 @@ from .settle_plan import (
     SETTLE_FUNCTION_DIMENSION,
     SETTLE_LEFT,
     SettleTarget,
+    at_mark,
+    settle_levels,
     update_request,
 )
 from .traffic import Dim, Needs
@@ -118,22 +120,29 @@ def after_lowering(
     """A call after the step lowered (``lowered``: the dimensions this deploy provisioned,
     and those of their table and GSIs decreased since the step began, `decreased_since`):
     once the table is ACTIVE again, the floors of the dimensions the step lowered (those
-    below their mark) read (`floors.read_floors`; an error that may pass is no reason to
-    wait: what cannot be read is put back), and each one whose floor is above its capacity,
-    or unknown, put back at its mark in one UpdateTable (`put_back`), logged and counted
-    (`report_left`). True: the step is done. A table not ACTIVE again, or another update in
-    flight, is waited for until `Window.end`; then the step is done all the same, each
-    dimension it could not check or put back logged and counted, saying why."""
+    below their mark) and of those still at their mark read in one pass
+    (`floors.read_floors`; an error that may pass is no reason to wait: what cannot be read
+    is put back), and each lowered one whose floor is above its capacity, or unknown, put
+    back at its mark in one UpdateTable (`put_back`). This call decides for good: every
+    dimension left at its mark, or put back there, is logged and counted once
+    (`report_left`; one still at its mark that its floors do not hold there says the step
+    did not lower it: `NOT_LOWERED`). True: the step is done. A table not ACTIVE again, or
+    another update in flight, is waited for until `Window.end`; then the step is done all
+    the same, each dimension it could not check or put back logged and counted, saying
+    why."""
     name, now = description["TableName"], window.clock()
     provisioned, decreased = lowered
     if not is_active(description):
-        return _still_updating(name, str(description["TableStatus"]), lowered, window)
+        return still_updating(description, lowered, window)
     capacity = {t.key: units_of(description, t.index)[t.dimension] for t in provisioned}
     mine = [t for t in provisioned if t.index in decreased and capacity[t.key] < t.high_water_mark]
-    floors = read_floors(readers, (), mine, (now, False))[1]
+    marked = at_mark(description, provisioned)
+    needs, floors = read_floors(readers, marked, mine, (now, False))
+    left = unlowered(description, marked, needs)
     back = risen(capacity, mine, floors)
     if not back:
         log_event("settle-floors-held", table=name, checked=[[t.index, t.dimension] for t in mine])
+        report_left(name, marked, Needs(left=left), window.clock())
         return True
     failed = _put_back(dynamodb, description, back)
     if failed is not None and window.clock() <= window.end:
@@ -153,28 +162,57 @@ def after_lowering(
             dimension=t.dimension,
             reason=reasons[t.key],
         )
-    report_left(name, mine, Needs(left=reasons), window.clock(), consequence)
+    ways = dict.fromkeys(reasons, consequence) if consequence else None
+    report_left(name, [*mine, *marked], Needs(left={**left, **reasons}), window.clock(), ways)
     return True
 
 
-def _still_updating(
-    name: str,
-    status: str,
+NOT_LOWERED = (
+    "still at its mark, its floors below it: the step did not lower it (its floors were not "
+    "known when it lowered, or another writer, auto scaling or the scaler, decreased the "
+    "table or a GSI first, which the step took for its own decrease)"
+)
+"""Why a dimension still at its mark once the step is done stays there, where its floors now
+do not hold it there."""
+
+
+def unlowered(
+    description: Mapping[str, Any], marked: Sequence[SettleTarget], needs: Needs
+) -> dict[Dim, str]:
+    """Why each of the dimensions ``marked`` (still at their mark once the step has lowered)
+    stays there: its floor unknown (``needs.left``), or nothing that holds it there
+    (`NOT_LOWERED`); one whose floor now (``needs``: its traffic's need, its MinCapacity,
+    its holds) is at or above its mark is where it belongs, and not here."""
+    lowerable = settle_levels(description, marked, needs.lowest)
+    return {
+        t.key: needs.left.get(t.key, NOT_LOWERED)
+        for t in marked
+        if t.key in needs.left or t.key in lowerable
+    }
+
+
+def still_updating(
+    description: Mapping[str, Any],
     lowered: tuple[Sequence[SettleTarget], set[str | None]],
     window: Window,
+    waiting: str = LOWERED,
 ) -> bool | Waiting:
-    """`after_lowering` while the table is not ACTIVE again: waited for until `Window.end`;
-    then the step is done all the same, each dimension of a table or GSI it decreased logged
-    and counted as not checked."""
-    now = window.clock()
+    """A table not ACTIVE again once the step may have lowered it (``lowered``: the
+    dimensions this deploy provisioned, and the table and GSIs it may have decreased):
+    waited for until `Window.end` (``waiting``, the status logged); then the step is done
+    all the same, each dimension still at its mark and each one below it of a table or GSI
+    it may have decreased logged and counted once, as not checked."""
+    now, status = window.clock(), str(description["TableStatus"])
     if now <= window.end:
-        return f"{LOWERED} (status {status})", math.inf
+        return f"{waiting} (status {status})", math.inf
     provisioned, decreased = lowered
-    unchecked = [t for t in provisioned if t.index in decreased]
-    why = UNCHECKED.format(status=status)
-    report_left(
-        name, unchecked, Needs(left=dict.fromkeys([t.key for t in unchecked], why)), now, CHECK_IT
-    )
+    marked = at_mark(description, provisioned)
+    keys = {t.key for t in marked}
+    unchecked = [t for t in provisioned if t.index in decreased and t.key not in keys]
+    why = dict.fromkeys([t.key for t in unchecked], UNCHECKED.format(status=status))
+    why.update(dict.fromkeys(keys, STILL_AT_MARK.format(status=status)))
+    ways = dict.fromkeys([t.key for t in unchecked], CHECK_IT)
+    report_left(description["TableName"], [*unchecked, *marked], Needs(left=why), now, ways)
     return True
 
 
@@ -196,7 +234,12 @@ UNCHECKED = (
     "lowered, its floors not read again: the table is still {status} at the step's end (its "
     "decrease outlasted the step)"
 )
-"""Why a dimension of a table or GSI the step decreased goes unchecked."""
+STILL_AT_MARK = (
+    "still at its mark at the step's end, the table {status}: the step did not lower it, "
+    "or its decrease had not taken effect"
+)
+"""Why a dimension of a table or GSI the step decreased goes unchecked, or one still at its
+mark at the step's end stays there unread."""
 CHECK_IT = (
     "its capacity holds and MinCapacity not checked against what it was lowered to: raise it "
     "where they are above it (aws dynamodb update-table; docs/operations/alarms.md, Settle left)"
@@ -235,14 +278,14 @@ def report_left(
     targets: Sequence[SettleTarget],
     needs: Needs,
     now: float,
-    consequence: str | None = None,
+    consequence: str | Mapping[Dim, str] | None = None,
 ) -> None:
     """Each of ``targets`` left at its mark (``needs.left``) logged (``settle-left``, with
     what becomes of it: auto scaling lowers an auto-scaled one, a fixed one stays) and, in
     a Lambda function, counted at ``now`` (`SETTLE_LEFT`, for the table and for the settle
     function; a count that cannot be written fails nothing): the deploy goes on. Called
     once for each dimension, by the call that decides it for good; ``consequence``, what
-    becomes of them where it is not that."""
+    becomes of them (or of each one it names) where it is not that."""
     left = [t for t in targets if t.key in needs.left]
     for t in left:
         log_event(
@@ -253,7 +296,9 @@ def report_left(
             dimension=t.dimension,
             high_water_mark=t.high_water_mark,
             reason=needs.left[t.key],
-            consequence=consequence
+            consequence=(
+                consequence.get(t.key) if isinstance(consequence, Mapping) else consequence
+            )
             or (LEFT_FIXED if t.target_utilization is None else LEFT_FOR_AUTO_SCALING),
         )
     if left:
