@@ -305,7 +305,7 @@ def seen_after_the_record(world: World, name: str, case: str) -> list[int]:
 
 
 @pytest.mark.parametrize("case", ["updating", "unreadable"])
-def test_a_level_reached_is_kept_though_the_table_is_busy_or_unread_after_the_record(
+def test_a_level_unconfirmed_by_the_timeout_is_a_timeout_that_keeps_its_hold(
     world: World, case: str
 ) -> None:
     # GIVEN a table at 2,000 reads, auto-scaled from a minimum of 100, which DescribeTable
@@ -315,19 +315,23 @@ def test_a_level_reached_is_kept_though_the_table_is_busy_or_unread_after_the_re
     world.target(name, "read", 100, 40_000)
     seen = seen_after_the_record(world, name, case)
     # WHEN a worker asks for 400 read units, waiting a second at most
-    hold = request_capacity(
-        name,
-        read=400,
-        clients=world.clients,
-        store=world.store,
-        poll_seconds=0.1,
-        timeout=timedelta(seconds=1),
-    )
-    # THEN the request answers with the level it reached, and keeps its hold: nothing but
-    # an update of something else, or a read that may pass, stood in its way
+    with pytest.raises(CapacityRequestTimeout) as timed_out:
+        request_capacity(
+            name,
+            read=400,
+            clients=world.clients,
+            store=world.store,
+            poll_seconds=0.1,
+            timeout=timedelta(seconds=1),
+        )
+    # THEN the request does not claim the level it could not confirm: it answers as a
+    # timeout (through a broker: counted TimedOut, alarmed), saying why, and keeps its hold
+    # (the level may stand, or a decrease in flight may need it)
     assert seen, "no hold was recorded"
-    assert hold.levels == {"read": 400}
-    assert stored(world, name)[(None, "read")].holds[0].id == hold.id
+    message = str(timed_out.value)
+    assert "table read at 400 not confirmed before the timeout" in message, message
+    (kept,) = stored(world, name)[(None, "read")].holds
+    assert f"its hold {kept.id} is kept until it expires" in message, message
     assert world.target_min(name, "read") == 400
 
 

@@ -35,7 +35,7 @@ from ..core.holds import (
     TableGone,
 )
 from ..core.memory import Memory, reconcile
-from ..core.names import DEFAULT_TABLE_QUOTA
+from ..core.names import DEFAULT_TABLE_QUOTA, scope_label
 from ..core.policy import capacity_units
 from ..core.series import window
 from ..core.settings import ScalerConfig
@@ -112,6 +112,11 @@ def read_table(
         ctx.sleep(ctx.poll_seconds)
 
 
+class LevelUnconfirmed(CapacityRequestTimeout):
+    """A request's level not confirmed by its timeout, its hold recorded (`still_has`): the
+    request answers as a timeout, and keeps its hold (a decrease in flight may need it)."""
+
+
 def still_has(
     ctx: Context, table: str, index: str | None, dimension: str, level: int, deadline: float
 ) -> bool:
@@ -121,11 +126,15 @@ def still_has(
     before it: the settle step) or fails for good: the request looks again, and raises it.
     Being updated at the level (DynamoDB serves the capacity from before an update until it
     lands), or a read that may pass, is read again each poll interval until ``deadline``;
-    past it the level stands, logged (a decrease in flight is put back by its sender)."""
+    past it the level is not claimed: logged, and a `LevelUnconfirmed` (a timeout: counted
+    ``TimedOut`` by a broker, and alarmed), its hold kept."""
     while (seen := _seen(ctx, table, index, dimension, level)) is None:
         if ctx.clock() >= deadline:
             log_event("hold-level-unconfirmed", level=logging.WARNING, table=table, units=level)
-            return True
+            raise LevelUnconfirmed(
+                f"table {table}: {scope_label(index)} {dimension} at {level:,} not confirmed "
+                "before the timeout (the table still being updated, or not read)"
+            )
         ctx.sleep(ctx.poll_seconds)
     return seen
 

@@ -40,7 +40,15 @@ from ..core.tables import Dimension, ManagedTable
 from ..core.validators import is_whole
 from ..events import log_event
 from .client import BROKER_MAX_WAIT, broker_name, direct_store, invoke_broker, one_way
-from .context import Context, base_of, current_traffic, read_table, set_min, still_has
+from .context import (
+    Context,
+    LevelUnconfirmed,
+    base_of,
+    current_traffic,
+    read_table,
+    set_min,
+    still_has,
+)
 from .counts import dropped, malformed_dropped
 from .ending import KEPT, check_released, end_holds, release_rows
 from .validate import validate_request
@@ -215,7 +223,9 @@ def request_capacity(
     input or a table that cannot take the request, and
     [`CapacityRequestTimeout`][ddb_capacity_runtime.requests.CapacityRequestTimeout] when
     ``timeout`` passes first; in both cases the hold is withdrawn again (when that fails
-    too, or AWS failed a call the request needed: `CapacityRequestFailed`).
+    too, or AWS failed a call the request needed: `CapacityRequestFailed`), but for a
+    timeout once the hold is recorded at a level the table, still being updated or not
+    read, did not confirm: that hold is kept until it expires (the message says so).
     """
     one_way(store, broker)
     via = broker_name(broker) if store is None else None
@@ -250,9 +260,11 @@ def _make_holds(
     deadline: float,
 ) -> None:
     """Record ``handle``'s hold on each dimension ``wanted`` and raise it (`_hold`); on any
-    failure, withdraw it again. A failure that leaves a hold behind, withdrawing it having
-    failed too, is a `CapacityRequestFailed` that says so (never the refusal or the timeout
-    alone: the capacity stays raised until the hold's expiry)."""
+    failure, withdraw it again, but where the level reached could not be confirmed by the
+    timeout (`context.LevelUnconfirmed`: a timeout, the holds kept). A failure that leaves
+    a hold behind, withdrawing it having failed too, is a `CapacityRequestFailed` that says
+    so (never the refusal or the timeout alone: the capacity stays raised until the hold's
+    expiry)."""
     try:
         for dim, units in wanted.items():
             new = Hold(
@@ -269,6 +281,11 @@ def _make_holds(
             handle.changes += rows
     except HoldStoreMissing:
         raise  # no such store: no hold was recorded in it, nothing raised under one
+    except LevelUnconfirmed as exc:  # the level may stand, or be landing: the holds stay
+        raise LevelUnconfirmed(
+            f"{exc}; its hold {handle.id} is kept until it expires "
+            f"({handle.expires:%Y-%m-%d %H:%M:%S} UTC), not withdrawn"
+        ) from None
     except BaseException as exc:
         left = _withdraw(handle)
         if left is not None and isinstance(exc, CapacityRequestError):
