@@ -23,6 +23,7 @@ import functools
 import hashlib
 import importlib.util
 import io
+import marshal
 import os
 import shutil
 import stat
@@ -30,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import tokenize
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -256,9 +258,9 @@ def write_bytecode(root: Path, source: Path) -> Path:
     alone: the code is marshalled in format 0, which records no string as interned and
     no object twice (the current format does both as this process's history left them:
     a string another module's import interned, an object referenced elsewhere). Compiled
-    without column positions (`marshalled`): a traceback names each line, without marking
-    the expression on it. Only a Python of the same version reads it (another looks for
-    its own cache tag)."""
+    without column positions where it can be (`marshalled`): a traceback names each line,
+    without marking the expression on it. Only a Python of the same version reads it
+    (another looks for its own cache tag)."""
     data = source.read_bytes()
     checked_hash = (0b11).to_bytes(4, "little")  # PEP 552: hash-based, checked
     target = bytecode_path(source)
@@ -281,10 +283,39 @@ def marshalled(data: bytes, name: str) -> bytes:
     compiled by this Python in a process of its own with ``-X no_debug_ranges``: without
     the column positions of each instruction (Python 3.11's carets under a traceback's
     line), about a quarter of its bytecode once zipped; the line numbers stay. (A process
-    sets that mode when it starts, never after.)"""
+    sets that mode when it starts, never after.) Where that process cannot run or fails
+    (no ``sys.executable``, an interpreter that refuses the option), compiled here, with
+    its column positions: the bytecode is as valid, and as much the same for the same
+    source (format 0), only larger; warned once, with the reason (`_compiled_here`)."""
     command = [sys.executable, "-I", "-X", "no_debug_ranges", "-c", COMPILE, name]
-    done = subprocess.run(command, input=data, capture_output=True, check=True)  # noqa: S603
+    try:
+        if not sys.executable:
+            raise OSError("sys.executable is empty: this Python cannot name its interpreter")
+        done = subprocess.run(command, input=data, capture_output=True, check=True)  # noqa: S603
+    except subprocess.CalledProcessError as exc:
+        said = exc.stderr.decode(errors="replace").strip() if exc.stderr else ""
+        return _compiled_here(data, name, f"exit status {exc.returncode}: {said or 'no output'}")
+    except OSError as exc:
+        return _compiled_here(data, name, f"{type(exc).__name__}: {exc}")
     return done.stdout
+
+
+COMPILED_HERE: list[str] = []
+"""The reason `marshalled` first compiled in this process (a warning once, not per module)."""
+
+
+def _compiled_here(data: bytes, name: str, reason: str) -> bytes:
+    """`marshalled` in this process, with column positions; the first time, a warning naming
+    ``reason`` (why the compiling process failed)."""
+    if not COMPILED_HERE:
+        COMPILED_HERE.append(reason)
+        warnings.warn(
+            "the functions' bytecode is compiled with its column positions (larger: no "
+            f"-X no_debug_ranges): {sys.executable or '(no interpreter)'} could not compile it "
+            f"({reason[-1000:]})",
+            stacklevel=3,
+        )
+    return marshal.dumps(compile(data, name, "exec", dont_inherit=True), 0)
 
 
 Span = tuple[int, int, int, int]

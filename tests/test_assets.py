@@ -693,3 +693,39 @@ def test_only_a_synthesizer_made_in_python_takes_the_cdks_asset_code() -> None:
     assert bound_synthesizer(default) is not None
     assert bound_synthesizer(nested) is not None
     assert bound_synthesizer(made) is None
+
+
+@pytest.mark.parametrize("interpreter", ["failing", "empty"])
+def test_bytecode_is_compiled_here_where_its_own_process_fails_warned_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, interpreter: str
+) -> None:
+    # GIVEN an interpreter that fails to compile (saying why on its standard error), or none
+    # named at all (an embedded Python's empty sys.executable)
+    failing = tmp_path / "python"
+    failing.write_text("#!/bin/sh\necho 'Unknown option: -X no_debug_ranges' >&2\nexit 2\n")
+    failing.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(failing) if interpreter == "failing" else "")
+    monkeypatch.setattr(assets_module, "COMPILED_HERE", [], raising=False)
+    sources = []
+    for name in ("one", "two"):
+        source = tmp_path / "pkg" / f"{name}.py"
+        source.parent.mkdir(exist_ok=True)
+        source.write_text(f"MARK = {name!r}\n")
+        sources.append(source)
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    # WHEN the bytecode of two modules is written, and of the first again
+    with pytest.warns(UserWarning) as warned:
+        first = write_bytecode(tmp_path, sources[0]).read_bytes()
+        write_bytecode(tmp_path, sources[1])
+        again = write_bytecode(tmp_path, sources[0]).read_bytes()
+    # THEN synth goes on: one warning, naming why the interpreter failed
+    (warning,) = warned
+    reason = "Unknown option: -X no_debug_ranges" if interpreter == "failing" else "is empty"
+    assert reason in str(warning.message), warning.message
+    # AND the bytecode is the same for the same source (the asset's hash stays), and is what
+    # a fresh interpreter imports
+    assert first == again
+    monkeypatch.undo()
+    done = import_verbosely(tmp_path, "pkg.one")
+    assert done.stdout.strip() == "one"
+    assert f"code object from '{bytecode_path(sources[0])}'" in done.stderr
