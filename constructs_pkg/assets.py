@@ -272,7 +272,7 @@ def write_bytecode(root: Path, source: Path) -> Path:
 
 COMPILE = (
     "import marshal, sys\n"
-    "code = compile(sys.stdin.buffer.read(), sys.argv[1], 'exec', dont_inherit=True)\n"
+    "code = compile(sys.stdin.buffer.read(), sys.argv[1], 'exec', dont_inherit=True, optimize=0)\n"
     "sys.stdout.buffer.write(marshal.dumps(code, 0))\n"
 )
 """`marshalled`'s script: a module's code from standard input, marshalled to standard output."""
@@ -283,20 +283,29 @@ def marshalled(data: bytes, name: str) -> bytes:
     compiled by this Python in a process of its own with ``-X no_debug_ranges``: without
     the column positions of each instruction (Python 3.11's carets under a traceback's
     line), about a quarter of its bytecode once zipped; the line numbers stay. (A process
-    sets that mode when it starts, never after.) Where that process cannot run or fails
-    (no ``sys.executable``, an interpreter that refuses the option), compiled here, with
-    its column positions: the bytecode is as valid, and as much the same for the same
-    source (format 0), only larger; warned once, with the reason (`_compiled_here`)."""
+    sets that mode when it starts, never after.) Where that process cannot be had for good
+    (no ``sys.executable``, or an interpreter that refuses the option), compiled here, with
+    its column positions: the bytecode is as valid, and the same for the same source
+    (format 0, never optimized), only larger; warned once, with the reason
+    (`_compiled_here`). Any other failure (the process killed, out of memory, a fork
+    refused) fails the synth with its reason: compiling here on a passing failure would
+    change the asset, and so the function's code, from one synth to the next."""
+    if not sys.executable:
+        reason = "sys.executable is empty: this Python cannot name its interpreter"
+        return _compiled_here(data, name, reason)
     command = [sys.executable, "-I", "-X", "no_debug_ranges", "-c", COMPILE, name]
     try:
-        if not sys.executable:
-            raise OSError("sys.executable is empty: this Python cannot name its interpreter")
         done = subprocess.run(command, input=data, capture_output=True, check=True)  # noqa: S603
     except subprocess.CalledProcessError as exc:
         said = exc.stderr.decode(errors="replace").strip() if exc.stderr else ""
-        return _compiled_here(data, name, f"exit status {exc.returncode}: {said or 'no output'}")
+        reason = f"exit status {exc.returncode}: {said or 'no output'}"
+        if "no_debug_ranges" in said:  # the interpreter refuses the option: for good
+            return _compiled_here(data, name, reason)
+        raise RuntimeError(
+            f"compiling {name} in {sys.executable} failed ({reason[-1000:]})"
+        ) from exc
     except OSError as exc:
-        return _compiled_here(data, name, f"{type(exc).__name__}: {exc}")
+        raise RuntimeError(f"compiling {name}: {sys.executable} could not run ({exc})") from exc
     return done.stdout
 
 
@@ -315,7 +324,7 @@ def _compiled_here(data: bytes, name: str, reason: str) -> bytes:
             f"({reason[-1000:]})",
             stacklevel=3,
         )
-    return marshal.dumps(compile(data, name, "exec", dont_inherit=True), 0)
+    return marshal.dumps(compile(data, name, "exec", dont_inherit=True, optimize=0), 0)
 
 
 Span = tuple[int, int, int, int]

@@ -729,3 +729,43 @@ def test_bytecode_is_compiled_here_where_its_own_process_fails_warned_once(
     done = import_verbosely(tmp_path, "pkg.one")
     assert done.stdout.strip() == "one"
     assert f"code object from '{bytecode_path(sources[0])}'" in done.stderr
+
+
+def test_a_passing_failure_of_the_compiling_process_fails_the_synth_with_its_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN an interpreter whose compiling process is killed (out of memory, say): a failure
+    # that may pass, after which compiling here would change the asset from one synth to
+    # the next
+    killed = tmp_path / "python"
+    killed.write_text("#!/bin/sh\necho 'MemoryError' >&2\nkill -9 $$\n")
+    killed.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(killed))
+    monkeypatch.setattr(assets_module, "COMPILED_HERE", [], raising=False)
+    source = tmp_path / "pkg" / "mod.py"
+    source.parent.mkdir()
+    source.write_text("MARK = 1\n")
+    # WHEN its bytecode is written, THEN the synth fails naming the reason, and warns nothing
+    with pytest.raises(RuntimeError, match=r"exit status -9: MemoryError"):
+        write_bytecode(tmp_path, source)
+    assert assets_module.COMPILED_HERE == []
+
+
+def test_bytecode_compiled_here_is_never_optimized(tmp_path: Path) -> None:
+    # GIVEN a module with an assert, compiled here (no interpreter named) by a synth run
+    # with -O (python -O, or PYTHONOPTIMIZE)
+    script = (
+        "import sys, warnings\n"
+        "warnings.simplefilter('ignore')\n"
+        "from constructs_pkg.assets import marshalled\n"
+        "sys.executable = ''\n"
+        "sys.stdout.buffer.write(marshalled(b'def f():\\n    assert False\\n', 'm.py'))\n"
+    )
+    done = subprocess.run(  # noqa: S603 (this interpreter, a script of this test)
+        [sys.executable, "-O", "-c", script], capture_output=True, check=True
+    )
+    # THEN its bytecode keeps the assert, as a Lambda that loads it unoptimized expects
+    expected = compile(
+        b"def f():\n    assert False\n", "m.py", "exec", dont_inherit=True, optimize=0
+    )
+    assert done.stdout == marshal.dumps(expected, 0)
