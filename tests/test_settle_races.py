@@ -667,6 +667,44 @@ def test_a_decrease_that_outlasts_the_step_leaves_what_it_lowered_counted_unchec
     assert [r["SettleLeft"] for r in counts(capsys)] == [3]
 
 
+@pytest.mark.usefixtures("in_lambda")
+def test_a_dimension_above_its_mark_at_the_step_s_end_is_none_of_its_to_count(
+    dynamodb: Any,
+    store: str,
+    autoscaling: Any,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # GIVEN a new table the step lowered whose decrease is still in flight at the step's
+    # end, its GSI's read meanwhile raised above its mark (1,000) by auto scaling
+    name = table_name()
+    event = create_event(name, store)
+    settle_by = int(event["Data"]["SettleBy"])
+    table = stubbed_dynamodb()
+    raised = updating(name, 100)
+    raised["GlobalSecondaryIndexes"][0]["ProvisionedThroughput"]["ReadCapacityUnits"] = 1200
+    with Stubber(table) as stubber, caplog.at_level(logging.INFO):
+        stubber.add_response("describe_table", {"Table": raised}, {"TableName": name})
+        # WHEN the provider asks at the step's end
+        answer = is_complete(
+            event,
+            None,
+            dynamodb=table,
+            autoscaling=autoscaling,
+            holds=dynamodb,
+            clock=lambda: settle_by + FINISH_S + 1,
+        )
+        stubber.assert_no_pending_responses()
+    # THEN only what a decrease of the step's left below its mark is counted unchecked: the
+    # GSI's read above its mark is no dimension the step left (no false alarm)
+    assert answer == {"IsComplete": True, "Data": {"Settled": "true"}}
+    assert {(e["index"], e["dimension"]) for e in left_events(caplog)} == {
+        (None, "read"),
+        (None, "write"),
+    }
+    assert [r["SettleLeft"] for r in counts(capsys)] == [2]
+
+
 def undated(table: dict[str, Any]) -> dict[str, Any]:
     """``table`` (`updating`) whose decrease DescribeTable does not date yet (DynamoDB may
     date it only once the update is done)."""

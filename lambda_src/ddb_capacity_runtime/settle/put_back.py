@@ -208,7 +208,13 @@ def still_updating(
     provisioned, decreased = lowered
     marked = at_mark(description, provisioned)
     keys = {t.key for t in marked}
-    unchecked = [t for t in provisioned if t.index in decreased and t.key not in keys]
+    unchecked = [  # below their mark, as a decrease leaves them: above it is none of the step's
+        t
+        for t in provisioned
+        if t.index in decreased
+        and t.key not in keys
+        and units_of(description, t.index)[t.dimension] < t.high_water_mark
+    ]
     why = dict.fromkeys([t.key for t in unchecked], UNCHECKED.format(status=status))
     why.update(dict.fromkeys(keys, STILL_AT_MARK.format(status=status)))
     ways = dict.fromkeys([t.key for t in unchecked], CHECK_IT)
