@@ -376,6 +376,27 @@ def test_an_update_in_flight_is_waited_out() -> None:
         stubber.assert_no_pending_responses()
 
 
+@pytest.mark.parametrize(
+    ("code", "status"), [("ThrottlingException", 400), ("InternalServerError", 500)]
+)
+def test_a_passing_error_after_the_client_s_retries_is_waited_out(code: str, status: int) -> None:
+    # GIVEN a step whose DescribeTable is throttled, or meets an error of AWS's own, past the
+    # client's retries (after the call that lowered, what it left would go uncounted)
+    client = stubbed()
+    event = {
+        **cfn_event("Create", {"TableName": "orders", "Targets": ORDERS_TARGETS}),
+        "Data": {"SettleBy": IN_TIME},
+    }
+    with Stubber(client) as stubber:
+        stubber.add_client_error("describe_table", code, "slow down", http_status_code=status)
+        # WHEN the provider asks THEN the step is not done, and not failed: the next call
+        # reads again
+        assert is_complete(event, None, dynamodb=client, clock=lambda: 999.0) == {
+            "IsComplete": False
+        }
+        stubber.assert_no_pending_responses()
+
+
 @pytest.mark.parametrize("denied", ["describe_table", "update_table"])
 def test_a_denial_just_after_the_step_began_is_waited_out(denied: str) -> None:
     # GIVEN a step that began at 1000 s, whose grant on the table CloudFormation is still

@@ -69,7 +69,7 @@ from ..aws.clients import (
     settle_cloudwatch_client,
     settle_store_client,
 )
-from ..aws.error_codes import error_code
+from ..aws.error_codes import error_code, http_status, is_throttle
 from ..core.errors import HoldsUnread, shown, shown_text, with_notes
 from ..core.errors import SettleError as SettleError
 from ..core.names import is_table_name
@@ -401,11 +401,15 @@ def _readers(clients: Clients, table: tuple[str, str | None], *, new: bool) -> R
 
 def _waited_out(exc: ClientError, elapsed: float) -> str:
     """The status to wait on for an error the next call may not meet: an UpdateTable already
-    in flight, or a denial within `PERMISSION_WAIT_S` of the step's first call; any other
-    error is raised."""
+    in flight, a throttle or an error of AWS's own (5xx) that outlasted botocore's retries
+    (so that a passing error between the call that lowered and the one that decides never
+    fails the deploy with what it left uncounted), or a denial within `PERMISSION_WAIT_S`
+    of the step's first call; any other error is raised."""
     code = error_code(exc)
     if code == "ResourceInUseException":
         return "ResourceInUseException (another update of the table)"
+    if is_throttle(exc) or (http_status(exc) or 0) >= 500:
+        return f"{code} (an error that may pass, after the client's retries)"
     if code == "AccessDeniedException" and elapsed < PERMISSION_WAIT_S:
         return "AccessDeniedException (the step's permission possibly not yet in force)"
     if code == "AccessDeniedException":
