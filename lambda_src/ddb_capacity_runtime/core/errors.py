@@ -110,6 +110,12 @@ class CapacityRequestTimeout(CapacityRequestError, TimeoutError):
     """The table did not reach the requested capacity in time (the hold was withdrawn)."""
 
 
+class LevelUnconfirmed(CapacityRequestTimeout):
+    """A request's level not confirmed by its timeout, its hold recorded
+    (`requests.context.still_has`): the request answers as a timeout, and keeps its hold (a
+    decrease in flight may need it)."""
+
+
 class TableGone(CapacityRequestError):
     """The table no longer exists, or is on-demand: no hold on it can do anything."""
 

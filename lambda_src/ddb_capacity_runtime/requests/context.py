@@ -27,7 +27,7 @@ from ..aws.discovery import (
 from ..aws.error_codes import describe_error, error_code, meaning
 from ..aws.minimum import set_minimum
 from ..core.deadline import NONE, Deadline
-from ..core.errors import shown
+from ..core.errors import LevelUnconfirmed, shown
 from ..core.holds import (
     CapacityRequestError,
     CapacityRequestFailed,
@@ -110,11 +110,6 @@ def read_table(
         if deadline is None or ctx.clock() >= deadline:
             raise CapacityRequestTimeout(f"table {table}: still busy ({busy})")
         ctx.sleep(ctx.poll_seconds)
-
-
-class LevelUnconfirmed(CapacityRequestTimeout):
-    """A request's level not confirmed by its timeout, its hold recorded (`still_has`): the
-    request answers as a timeout, and keeps its hold (a decrease in flight may need it)."""
 
 
 def still_has(

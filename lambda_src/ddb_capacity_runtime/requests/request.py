@@ -18,7 +18,7 @@ from ..aws import actuator
 from ..aws.clients import Clients, make_clients, regional
 from ..aws.error_codes import describe_error
 from ..aws.store import MAX_HOLDS, HoldStore, Lease, open_store, store_quota
-from ..core.errors import HoldStoreMissing, shown
+from ..core.errors import HoldStoreMissing, LevelUnconfirmed, shown
 from ..core.holds import (
     DEFAULT_HOLD,
     DEFAULT_TIMEOUT,
@@ -42,7 +42,6 @@ from ..events import log_event
 from .client import BROKER_MAX_WAIT, broker_name, direct_store, invoke_broker, one_way
 from .context import (
     Context,
-    LevelUnconfirmed,
     base_of,
     current_traffic,
     read_table,
@@ -261,7 +260,7 @@ def _make_holds(
 ) -> None:
     """Record ``handle``'s hold on each dimension ``wanted`` and raise it (`_hold`); on any
     failure, withdraw it again, but where the level reached could not be confirmed by the
-    timeout (`context.LevelUnconfirmed`: a timeout, the holds kept). A failure that leaves
+    timeout (`core.errors.LevelUnconfirmed`: a timeout, the holds kept). A failure that leaves
     a hold behind, withdrawing it having failed too, is a `CapacityRequestFailed` that says
     so (never the refusal or the timeout alone: the capacity stays raised until the hold's
     expiry)."""
