@@ -69,13 +69,14 @@ from ..aws.clients import (
     settle_cloudwatch_client,
     settle_store_client,
 )
-from ..aws.error_codes import error_code, http_status, is_throttle
+from ..aws.error_codes import error_code
 from ..core.errors import HoldsUnread, shown, shown_text, with_notes
 from ..core.errors import SettleError as SettleError
 from ..core.names import is_table_name
 from ..core.validators import whole_text
 from ..events import log_event
 from .floors import Readers, read_floors
+from .live_holds import outlasting_retries
 from .put_back import (
     LOWERED,
     Waiting,
@@ -408,7 +409,7 @@ def _waited_out(exc: ClientError, elapsed: float) -> str:
     code = error_code(exc)
     if code == "ResourceInUseException":
         return "ResourceInUseException (another update of the table)"
-    if is_throttle(exc) or (http_status(exc) or 0) >= 500:
+    if outlasting_retries(exc):
         return f"{code} (an error that may pass, after the client's retries)"
     if code == "AccessDeniedException" and elapsed < PERMISSION_WAIT_S:
         return "AccessDeniedException (the step's permission possibly not yet in force)"

@@ -54,10 +54,15 @@ keeps 2,000 holds at most, some 240 KB), and one whose items take more is left a
 
 
 def passing(exc: BaseException) -> bool:
-    """Whether ``exc`` may pass by the next call: a throttle, a server's error (5xx), a
-    connection or a read that timed out, or a denial (IAM applies a statement added in the
-    same deploy within seconds)."""
-    if is_throttle(exc) or error_code(exc) in ("AccessDeniedException", "AccessDenied"):
+    """Whether ``exc`` may pass by the next call: `outlasting_retries`, or a denial (IAM
+    applies a statement added in the same deploy within seconds)."""
+    return outlasting_retries(exc) or error_code(exc) in ("AccessDeniedException", "AccessDenied")
+
+
+def outlasting_retries(exc: BaseException) -> bool:
+    """Whether ``exc`` is an error that may pass, which outlasted the client's retries: a
+    throttle, a server's error (5xx), a connection or a read that timed out."""
+    if is_throttle(exc):
         return True
     if isinstance(exc, botocore_errors.HTTPClientError | botocore_errors.ConnectionError):
         return True
