@@ -638,6 +638,8 @@ def test_the_function_acts_as_the_role_its_resource_names(
         tagger.stubber.assert_no_pending_responses()
 
 
+ROLE = "arn:aws:iam::123456789012:role/Global-OrdersCapacityScheduleRole-0a1b"
+"""The role that put a replica's actions in the Delete tests."""
 OTHER_ROLE = "arn:aws:iam::123456789012:role/Global-RenamedCapacityScheduleRole-9f8e"
 
 
@@ -666,7 +668,7 @@ def test_a_delete_leaves_the_tags_of_targets_another_role_took_over(
     # GIVEN a replica's action put by a role, whose targets another resource's role has
     # since tagged (the construct renamed: its new resource is created before the old one's
     # Delete, and schedules other targets of the table)
-    role = "arn:aws:iam::123456789012:role/Global-OrdersCapacityScheduleRole-0a1b"
+    role = ROLE
     given = {**props("us-east-1", action("launch-raise", "write", 400)), "RoleArn": role}
     tagger = Tagger(moto_endpoint, "us-east-1", targets["us-east-1"])
     as_role = create_as_role(targets, tagger, given)
@@ -701,7 +703,7 @@ def test_a_delete_tries_every_untag_and_fails_naming_tags_unread_or_left(
     # table's four targets (free once it is deleted), one whose tags cannot be read (a
     # service control policy denies it) and one whose tags cannot be removed (moto has
     # neither call: botocore's Stubber answers both)
-    role = "arn:aws:iam::123456789012:role/Global-OrdersCapacityScheduleRole-0a1b"
+    role = ROLE
     given = {**props("us-east-1", action("launch-raise", "write", 400)), "RoleArn": role}
     tagger = Tagger(moto_endpoint, "us-east-1", targets["us-east-1"])
     as_role = create_as_role(targets, tagger, given)
