@@ -112,14 +112,16 @@ def client_error(code: str, operation: str) -> ClientError:
 def change_metric_results(
     world: World, table: str, change: Callable[[dict[str, Any]], None]
 ) -> None:
-    """Let ``change`` edit the GetMetricData results of ``table``'s queries (its delivery
-    witness's left as CloudWatch answered them)."""
+    """Let ``change`` edit the GetMetricData results of ``table``'s per-minute queries (its
+    delivery witness's and its forecast history's left as CloudWatch answered them: a tick
+    is the table's forecast tick once an hour, by its name's hash, so a random name would
+    make a test of its minutes read its history too, one run in 60)."""
     ids: dict[str, str] = {}
 
     def before(params: dict[str, Any], **_: Any) -> None:
         for q in params["MetricDataQueries"]:
             metric = q["MetricStat"]["Metric"]
-            if metric["MetricName"].startswith("Provisioned"):
+            if metric["MetricName"].startswith("Provisioned") or q["MetricStat"]["Period"] != 60:
                 continue
             ids[q["Id"]] = next(
                 d["Value"] for d in metric["Dimensions"] if d["Name"] == "TableName"
