@@ -116,9 +116,8 @@ TUNED = "tuned"
 KEEP: Any = object()
 """Leaves an attribute of `Lease.write` as it is."""
 LEASE = timedelta(seconds=60)
-"""How long a lease lasts: far longer than the few calls made under it (each control-plane call of
-the library's own clients takes at most `aws.clients.call_bound`, 33 s, and the lease is renewed
-right before it)."""
+"""How long a lease lasts: far longer than the few calls made under it (each control-plane call
+of the library's own clients takes at most `aws.clients.call_bound`, 33 s, renewed right before)."""
 CLOCK_SKEW = timedelta(seconds=180)
 """The clock skew tolerated between two writers of the store: a lease is taken from another process
 only once its ``lock_until`` is this far past by the taker's own clock, so writers whose clocks are
@@ -138,10 +137,8 @@ MAX_HOLD_ENV = "CAPACITY_MAX_HOLD_MINUTES"
 MAX_TOTAL_UNITS_ENV = "CAPACITY_MAX_TOTAL_UNITS"
 NOT_A_MAP = "(holds: not a map)"
 """The one malformed hold of an item whose ``holds`` is not a map: what it holds is unknown."""
-MARKER = "once:"
-"""The sort key prefix of a marker item (`HoldStore.mark`)."""
-MAX_PLAN_CHARS = 256
-"""The longest plan value read back (a plan of 7 floors is far shorter)."""
+MARKER = "once:"  # the sort key prefix of a marker item (`HoldStore.mark`)
+MAX_PLAN_CHARS = 256  # the longest plan value read back (a plan of 7 floors is far shorter)
 MAX_HOLDS = 2_000
 """The most holds one dimension's item records: the active ones, and those ended that no
 restore has removed yet. A hold takes about 120 bytes of the item, so 2,000 fill some
@@ -325,8 +322,8 @@ class HoldStore:
         return holds, malformed
 
     def mark(self, table: str, what: str) -> None:
-        """Record, for good, that ``what`` happened to ``table`` (a marker item, ``sk`` =
-        ``once:<what>``, written with a conditional write; `scan` returns them)."""
+        """Record that ``what`` happened to ``table`` (a marker item, ``sk`` = ``once:<what>``,
+        written with a conditional write; `scan` returns them), until `unmark`."""
         try:
             self.dynamodb.update_item(
                 TableName=self.name,
@@ -339,6 +336,11 @@ class HoldStore:
         except ClientError as exc:
             if error_code(exc) != CONDITION_FAILED:
                 raise _store_error(self.name, exc) from None
+
+    def unmark(self, table: str, what: str) -> None:
+        """Remove ``table``'s marker ``what`` (`mark`), if there."""
+        key = {"pk": {"S": table}, "sk": {"S": f"{MARKER}{what}"}}
+        self.dynamodb.delete_item(TableName=self.name, Key=key)
 
     def keep_plan(self, table: str, index: str | None, dimension: str, plan: str | None) -> bool:
         """Keep ``plan`` (None: forget it) as the dimension's plan, with conditional writes

@@ -12,17 +12,22 @@ each table's and each GSI's provisioned capacity (``ProvisionedReadCapacityUnits
 A decrease of a dimension whose window holds a minute read as idle is made only when the
 witness has a datapoint within the newest `WITNESS_MINUTES` whose period ends within the
 minutes the decrease is decided on (`decided_from`); else those minutes are unknown, and
-the decrease is held (`hold_unwitnessed`; why: `verdict`). Pure; the scaler's tick reads the
-witness (`ddb_capacity_runtime.aws.metrics.fetch_witness`), the simulator models it."""
+the decrease is held (`hold_unwitnessed`; why: `verdict`). A witness not published yet (a
+new GSI, a new replica's Region, a table switched back from on-demand) is told from one
+that stopped by since when the tick has found it missing, kept in the state store
+(`MISSING_MARK`). Pure; the scaler's tick reads the witness
+(`ddb_capacity_runtime.aws.metrics.fetch_witness`) and keeps the markers, the simulator
+models the witness."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 
 from .decreases import utc
+from .names import scope_label
 from .plan import Change
 from .policy import DECREASE, Decision
 from .series import MINUTE, Key, Series, step_start
@@ -46,14 +51,28 @@ anything is held (7 to 9 with CloudWatch's usual 1-3 minutes); once nothing of t
 arrives any more, the newest is more than 20 minutes old at most 15 minutes later (it began
 at least 5 minutes before), and no decrease rests on idle minutes: by then about 20 - 5 -
 the arriving minutes (11 by default) of the window have read as idle."""
-WITNESS_READ_MINUTES = 60
-"""How far back a witness is read: its newest datapoint within the hour, however old, is
-what a held decrease's event names (GetMetricData is priced by the metric, not the
-datapoints)."""
+WITNESS_READ_MINUTES = 180
+"""How far back a witness is read, in the same query (GetMetricData is priced by the
+metric, not the datapoints: 36 a query, 18,000 in a call of 500, one page): a witness
+with a datapoint in it, however old, was published and then stopped (a stall at once;
+its newest is what a held decrease's event names), one without any was not published
+yet, or stopped longer ago (`verdict`). At least `WITNESS_MINUTES` + `NEW_MINUTES`, so a
+stall found at its first tick is still marked (`MISSING_MARK`) when its last datapoint
+leaves the read."""
 NEW_MINUTES = 60
-"""A table (its GSIs with it) created, or switched from on-demand, less than this long ago
-may have no witness yet: DynamoDB takes a while to start publishing a new table's
-provisioned capacity. Its decrease is held all the same, but not taken for a stall."""
+"""A dimension may have no witness yet for this long: after its table was created, or
+switched from on-demand (`ManagedTable.began`), or after a tick first found its witness
+missing (`MISSING_MARK`: a GSI added to an older table, a new replica's Region, a table
+switched back long after it went, which DynamoDB gives no time of). DynamoDB takes a while
+to start publishing a new dimension's provisioned capacity (10 to 15 minutes reported for
+a new GSI). Its decrease is held all the same, but not taken for a stall: one never
+published is counted at most this long (and a tick) after a tick first found it missing."""
+MISSING_MARK = "witness-missing"
+"""The state store's marker (`ddb_capacity_runtime.aws.store.HoldStore.mark`) of a witness
+a tick found without a recent datapoint: ``witness-missing:<Region, or here>:<table|
+index/NAME>:<read|write>:<POSIX seconds>``, since when (`missing_mark`). Written by the
+first tick that finds it so, removed by the first that finds it recent again: a steady
+tick, which reads no witness, and a tick whose witnesses are delivered write none."""
 
 
 class Verdict(StrEnum):
@@ -65,8 +84,9 @@ class Verdict(StrEnum):
     """recent, but its newest period ends before those minutes (a short scale-down window):
     held until a tick whose witness reaches them"""
     NEW = "new"
-    """no datapoint in the hour, of a table created or switched from on-demand within
-    `NEW_MINUTES`: held; DynamoDB may not publish it yet"""
+    """no datapoint in the read since the table began to be provisioned, of a table that
+    began within `NEW_MINUTES` or a witness first found missing within them: held;
+    DynamoDB may not publish it yet"""
     UNREAD = "unread"
     """the witness could not be read: held, a failure of its table"""
     STALLED = "stalled"
@@ -103,19 +123,79 @@ def is_new(began: datetime | None, now: datetime) -> bool:
     return -WITNESS_PERIOD_MINUTES * MINUTE <= age < NEW_MINUTES * MINUTE
 
 
+def provisioned_newest(
+    newest: datetime | None, began: datetime | None, now: datetime
+) -> datetime | None:
+    """``newest`` (a witness's newest datapoint), unless it is older than ``began`` (not
+    ahead of ``now``): published before the table last began to be provisioned (before
+    it went on-demand), it is no witness of this provisioning. Of this Region's witness
+    only: the table's times here say nothing of another Region's replica."""
+    if newest is None or began is None or utc(began) > utc(now):
+        return newest
+    return None if utc(newest) < utc(began) else newest
+
+
 def verdict(
-    newest: datetime | None, now: datetime, since: datetime, began: datetime | None = None
+    newest: datetime | None,
+    now: datetime,
+    since: datetime,
+    began: datetime | None = None,
+    missing: datetime | None = None,
 ) -> Verdict:
     """The `Verdict` of a witness whose newest datapoint has timestamp ``newest`` (None:
-    none in the hour read), for a decrease at ``now`` decided on the minutes from ``since``
-    (`decided_from`), of a table that began to be provisioned at ``began``."""
+    none in the read, or of an earlier provisioning: `provisioned_newest`), for a decrease
+    at ``now`` decided on the minutes from ``since`` (`decided_from`), of a table that
+    began to be provisioned at ``began``, the witness found missing since ``missing``
+    (`missing_since`; None: not known, so one never published is a stall unless its table
+    is new)."""
     if newest is None:
-        return Verdict.NEW if is_new(began, now) else Verdict.STALLED
+        return Verdict.NEW if is_new(began, now) or is_new(missing, now) else Verdict.STALLED
     if utc(newest) < witness_start(now):
         return Verdict.STALLED
     if utc(newest) + WITNESS_PERIOD_MINUTES * MINUTE <= since:
         return Verdict.AWAITED
     return Verdict.DELIVERED
+
+
+def missing_mark(region: str | None, key: Key, at: datetime) -> str:
+    """The `MISSING_MARK` marker of ``key``'s witness in ``region`` (None: this one), found
+    missing since ``at``."""
+    return f"{_mark_prefix(region, key)}{int(utc(at).timestamp())}"
+
+
+def _mark_prefix(region: str | None, key: Key) -> str:
+    return f"{MISSING_MARK}:{region or 'here'}:{scope_label(key[1])}:{key[2]}:"
+
+
+def missing_marks(marks: Iterable[str], region: str | None, key: Key) -> dict[str, datetime | None]:
+    """The markers among ``marks`` (a table's, read from the state store: untrusted) of
+    ``key``'s witness in ``region``, each with its time (None: not a sound one)."""
+    prefix = _mark_prefix(region, key)
+    found: dict[str, datetime | None] = {}
+    for what in marks:
+        raw = what[len(prefix) :] if what.startswith(prefix) else None
+        if raw is not None:
+            sound = raw.isascii() and raw.isdigit() and len(raw) <= 11
+            found[what] = datetime.fromtimestamp(int(raw), UTC) if sound else None
+    return found
+
+
+def missing_since(
+    marks: Mapping[str, datetime | None], began: datetime | None, now: datetime
+) -> datetime | None:
+    """Since when a witness has been found missing, by its markers (`missing_marks`): the
+    earliest sound one, neither ahead of ``now`` nor behind ``began`` (not ahead of ``now``:
+    one before is of an earlier provisioning) by more than a witness period (a tick's time
+    is when it was scheduled: a table may be created in the tick before it runs). None:
+    none."""
+    period = WITNESS_PERIOD_MINUTES * MINUTE
+    floor = utc(began) - period if began is not None and utc(began) <= utc(now) else None
+    sound = [
+        at
+        for at in marks.values()
+        if at is not None and at <= utc(now) + period and (floor is None or at >= floor)
+    ]
+    return min(sound, default=None)
 
 
 def idle_mask(series: Series) -> list[bool]:

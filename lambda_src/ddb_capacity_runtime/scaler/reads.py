@@ -50,7 +50,7 @@ def read_all(
     # checked), and the shared failure forbids decreases
     scanned = t.shared("state store", t.store.scan, None)
     held: dict[str, list[HeldDimension]] = scanned[0] if scanned else {}
-    markers = None if scanned is None else scanned[1]
+    markers = t.markers = None if scanned is None else scanned[1]
     return _prepare_tables(t, found, targets, held, markers, threads), held
 
 
@@ -91,6 +91,7 @@ def read_batch(
         None,
         confined=True,
     )
+    t.markers = markers
     tables = _prepare_tables(t, found, targets, held, markers, threads, descriptions)
     return tables, held
 

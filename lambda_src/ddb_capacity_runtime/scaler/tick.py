@@ -50,10 +50,11 @@ all taken for fixable), ``MetricsStalled`` (decreases held because they rested o
 without a datapoint, read as idle, while the dimension's delivery witness, its provisioned
 capacity, here or in another replica's Region, had no datapoint within 20 minutes:
 `core.delivery`; read for those dimensions alone, in one GetMetricData call a 500 in each
-Region, see `witness`; a witness not reaching a short window yet, a new table's not
-published yet, and one that cannot be read, which fails its table, hold the decrease
-without being counted), ``PlansNotKept`` (plans the
-state store could not keep: a request held the dimension; alarmed in autopilot),
+Region, see `witness`; a witness not reaching a short window yet, one not published yet
+of a new table or first found missing within the hour (a new GSI, say), and one that
+cannot be read, which fails its table, hold the decrease without being counted),
+``PlansNotKept`` (plans the state store could not keep: a request held the dimension;
+alarmed in autopilot),
 ``IgnoredTags`` (tags and stored items ignored), ``BadTargets`` (dimensions held because
 their scalable target's minimum is above its maximum), ``RefusedTags`` (min or max tags not
 obeyed because they would lower a limit below what the dimension consumes at its target

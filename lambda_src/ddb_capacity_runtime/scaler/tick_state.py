@@ -54,6 +54,11 @@ class TickState:
     """the newest datapoint of each delivery witness read this tick (`core.delivery`), by
     Region (None: this one) and dimension: of the dimensions about to be lowered on minutes
     read as idle only; one not read is absent"""
+    markers: set[tuple[str, str]] | None = None
+    """the state store's markers read this tick, as ``(table, what)`` (None: not read)"""
+    missing: dict[tuple[str | None, Key], datetime] = field(default_factory=dict)
+    """since when each witness read this tick without a recent datapoint has been found
+    so, kept in the state store (`core.delivery.MISSING_MARK`); one not known is absent"""
     replica_idle: dict[Key, list[bool]] = field(default_factory=dict)
     """per write dimension of a global table: its minutes read as idle in one of its
     replicas' own series, before merging (`core.delivery.Elsewhere`)"""

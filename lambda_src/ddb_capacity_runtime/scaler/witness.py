@@ -4,8 +4,9 @@ A table's plan in a tick, with the delivery witness (`core.delivery`): read, in 
 GetMetricData call a 500 in this Region and in each Region of a global table's other
 replicas (their writes are decided on too), for the dimensions the tick is about to lower
 on minutes read as idle (`read_witnesses`; a global table's writes, also on minutes read as
-idle in one replica's own series: `TickState.replica_idle`); each table's decreases held
-for want of it (`planned_table`), and logged (`log_unwitnessed`).
+idle in one replica's own series: `TickState.replica_idle`), and since when each one not
+recent has been found so (`keep_missing`); each table's decreases held for want of it
+(`planned_table`), and logged (`log_unwitnessed`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,12 @@ from ..core.delivery import (
     hold_unwitnessed,
     idle_decreases,
     idle_minutes,
+    missing_mark,
+    missing_marks,
+    missing_since,
+    provisioned_newest,
     verdict,
+    witness_start,
 )
 from ..core.floorplan import FloorPlan
 from ..core.outcomes import Status, change_row
@@ -39,8 +45,11 @@ from .tick_state import TickState
 WHY_HELD = {
     Verdict.AWAITED: "its witness's newest period ends before the minutes the decrease is "
     "decided on (a short scale-down window): held until a tick whose witness reaches them",
-    Verdict.NEW: "DynamoDB has published none of its provisioned capacity in the hour, and "
-    "the table was created or switched from on-demand within the hour: held until it does",
+    Verdict.NEW: "DynamoDB has published none of its provisioned capacity since the table "
+    "began to be provisioned, and the table was created or switched from on-demand, or a "
+    "tick first found it missing (a new GSI, a new replica's Region, a table switched back "
+    "from on-demand), within the hour: held until it does; counted as MetricsStalled once "
+    "it is an hour late",
     Verdict.UNREAD: "its delivery witness could not be read: a failure of the table",
 }
 """Why a decrease is held, not counted as MetricsStalled (``witness-awaited``)."""
@@ -57,12 +66,25 @@ def verdict_of(t: TickState, table: ManagedTable, key: Key) -> tuple[Verdict, st
     the Region it is of (None: this one). A witness not read is `Verdict.UNREAD`."""
     since = decided_from(t.now, t.config)
     found = [
-        (verdict(t.witnesses[(r, key)], t.now, since, table.began), r)
+        (
+            verdict(
+                newest_of(t, table, r, key), t.now, since, table.began, t.missing.get((r, key))
+            ),
+            r,
+        )
         if (r, key) in t.witnesses
         else (Verdict.UNREAD, r)
         for r in regions_of(t, key)
     ]
     return min(found, key=lambda f: WORST_FIRST.index(f[0]))
+
+
+def newest_of(t: TickState, table: ManagedTable, region: str | None, key: Key) -> datetime | None:
+    """The newest datapoint of ``key``'s witness read in ``region`` this tick, of the
+    table's provisioning (`core.delivery.provisioned_newest`; another Region's as read:
+    the table's times here say nothing of its replica there); None: none."""
+    newest = t.witnesses.get((region, key))
+    return newest if region is not None else provisioned_newest(newest, table.began, t.now)
 
 
 def planned_table(
@@ -123,6 +145,63 @@ def read_witnesses(
             by_region.setdefault(region, []).append(key)
     for region, keys in sorted(by_region.items(), key=lambda r: r[0] or ""):
         _read_in(t, region, keys)
+    keep_missing(t, tables)
+
+
+def keep_missing(t: TickState, tables: list[ManagedTable]) -> None:
+    """Into ``t.missing``, since when each witness read this tick without a recent datapoint
+    (within `core.delivery.WITNESS_MINUTES`, of the table's provisioning: `newest_of`) has
+    been found so, kept in the state store
+    (`core.delivery.MISSING_MARK`): a marker written by the first tick that finds it so,
+    removed by the first that finds it recent (with any unsound one, or one older than the
+    table's provisioning). A witness that stays recent writes nothing, nor does a dry run
+    (there, one never published is a stall unless its table is new). A write that fails is
+    a failure of the table, and leaves since when unknown: a stall."""
+    if t.markers is None:  # not read: the shared failure forbids every decrease
+        return
+    named = {table.name: table for table in tables}
+    marks: dict[str, list[str]] = {}
+    for name, what in t.markers:
+        marks.setdefault(name, []).append(what)
+    for region, key in list(t.witnesses):
+        found = missing_marks(marks.get(key[0], ()), region, key)
+        newest = newest_of(t, named[key[0]], region, key)
+        recent = newest is not None and newest >= witness_start(t.now)
+        began = named[key[0]].began if region is None else None
+        since = None if recent else missing_since(found, began, t.now)
+        if not t.config.dry_run:
+            try:
+                since = _mark_missing(t, region, key, found, since, recent)
+            except Exception as exc:
+                where = f"replica {region} " if region else ""
+                why = f"{where}{key[1] or 'table'} {key[2]}: state store, witness marker"
+                t.fail(key[0], f"{why}: {describe_error(exc)}")
+                continue
+        if since is not None:
+            t.missing[(region, key)] = since
+
+
+def _mark_missing(
+    t: TickState,
+    region: str | None,
+    key: Key,
+    found: Mapping[str, datetime | None],
+    since: datetime | None,
+    recent: bool,
+) -> datetime | None:
+    """Leave ``key``'s witness in ``region`` one marker, of ``since`` (`missing_since` of
+    its markers ``found``), or a new one of this tick if none is sound, or none if it is
+    ``recent``; returns since when it has been found missing (None: it is recent)."""
+    kept = None
+    if since is not None:
+        kept = next(what for what, at in found.items() if at == since)
+    for what in found:
+        if what != kept:
+            t.store.unmark(key[0], what)
+    if recent or since is not None:
+        return since
+    t.store.mark(key[0], missing_mark(region, key, t.now))
+    return t.now
 
 
 def _rests_on_idle(t: TickState, series: Mapping[Key, Series], key: Key) -> bool:
