@@ -291,3 +291,17 @@ def test_markers_are_read_as_untrusted_and_of_this_provisioning_only() -> None:
     ahead = {missing_mark(None, key, now + timedelta(minutes=6)): now + timedelta(minutes=6)}
     assert missing_since(ahead, None, now) is None
     assert missing_since(found, now + DAY, now) == now - timedelta(minutes=40)
+
+
+def test_a_dry_run_keeps_no_marker_and_counts_a_witness_never_published(world: World) -> None:
+    # GIVEN the GSI of an older table not published yet
+    table = world.table("indexed", 200, 200, gsi=(100, 100), witness=False)
+    published(world, table)
+    described(world, table, CreationDateTime=world.now - DAY)
+    on_time(world)
+    # WHEN a dry run ticks
+    _, lines = world.tick(SCALER_MODE="reactive", SCALER_DRY_RUN="true")
+    # THEN it writes no marker, so since when the witness is missing is not known: the
+    # GSI's held decreases are counted, as a dry run changes nothing
+    assert witness_marks(world, table) == []
+    assert emf(lines, table)["MetricsStalled"] == 2
