@@ -76,7 +76,7 @@ from ..core.names import is_table_name
 from ..core.validators import whole_text
 from ..events import log_event
 from .floors import Readers, read_floors
-from .live_holds import outlasting_retries
+from .live_holds import outlasting_retries, record_bases
 from .put_back import (
     LOWERED,
     Waiting,
@@ -93,6 +93,7 @@ from .settle_plan import (
     PROVISIONED_WITHIN_S,
     SETTLE_WAIT_S,
     SettleTarget,
+    above_mark,
     at_mark,
     parse_targets,
     plan_settle,
@@ -349,16 +350,38 @@ def _settle_when_active(
         late = TOO_LATE.format(left=max(0.0, window.settle_by - now), by=LOWER_BY_S)
         report_left(name, chosen, Needs(left=dict.fromkeys([t.key for t in chosen], late)), now)
         return False
+    patient = now - window.began < PERMISSION_WAIT_S
+    above = [t for t in provisioned if t.target_utilization is None and above_mark(description, t)]
     try:
-        needs = read_floors(readers, chosen, (), (now, now - window.began < PERMISSION_WAIT_S))[0]
+        needs = read_floors(readers, chosen, (), (now, patient))[0]
+        bases = _settled_bases(readers, [*chosen, *above], needs, (window.clock, patient))
+        needs.left.update(bases)
     except HoldsUnread as exc:  # read again at the next call
         status = f"capacity holds not read yet ({shown_text(str(exc), REASON_CHARS)})"
         return status, window.settle_by
     lowered = [t for t in chosen if t.key not in needs.left]
     if settle_table(dynamodb, description, lowered, needs) is not None:
         return LOWERED, window.settle_by  # what it leaves is counted by the call that decides
-    report_left(name, chosen, needs, window.clock())  # decided for good: counted once
+    report_left(name, [*chosen, *above], needs, window.clock())  # decided for good: counted once
     return False
+
+
+def _settled_bases(
+    readers: Readers,
+    targets: list[SettleTarget],
+    needs: Needs,
+    when: tuple[Callable[[], float], bool],
+) -> dict[tuple[str | None, str], str]:
+    """With a hold store, the settled level of each fixed capacity of ``targets`` whose floors
+    are known (``needs``) recorded as its base there before the step lowers it, or leaves it to
+    holds at or above its mark (`live_holds.record_bases`; ``when``: the step's clock, and
+    whether it still waits for an error that may pass): why each one not recorded stays at its
+    mark."""
+    if readers.store is None:
+        return {}
+    fixed = [t for t in targets if t.target_utilization is None and t.key not in needs.left]
+    clock, patient = when
+    return record_bases(readers.holds, readers.store, readers.table, fixed, clock, patient=patient)
 
 
 def _updating(description: Mapping[str, Any]) -> bool:

@@ -1,0 +1,116 @@
+"""A capacity hold recorded on a fixed capacity while the settle step has yet to lower it:
+its end brings the dimension to what the step settled it to, never back to its high-water
+mark. The request records the dimension's base (what its end restores) from the table it
+reads, still at its mark; the step, which alone knows the settled level, records that level
+as the base in the hold store before it lowers. The table, its hold store and the request
+are a moto server's (DescribeTable dating the step's decreases as DynamoDB does:
+`conftest.dated_decreases`)."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from ddb_capacity_runtime.aws.clients import Clients
+from ddb_capacity_runtime.aws.store import open_store
+from ddb_capacity_runtime.requests import request_capacity
+from ddb_capacity_runtime.settle.handler import on_event
+from tests.conftest import cfn_event, dated_decreases
+from tests.test_settle_holds import (
+    counts,
+)
+from tests.test_settle_holds import (
+    dynamodb as dynamodb,  # noqa: F401 (fixture)
+)
+from tests.test_settle_holds import (
+    in_lambda as in_lambda,  # noqa: F401 (fixture)
+)
+from tests.test_settle_holds import (
+    store as store,  # noqa: F401 (fixture)
+)
+from tests.test_settle_live import (
+    autoscaling as autoscaling,  # noqa: F401 (fixture)
+)
+from tests.test_settle_live import (
+    cloudwatch as cloudwatch,  # noqa: F401 (fixture)
+)
+from tests.test_settle_live import left_events, targets
+from tests.test_settle_races import capacity, provider, table_at_marks
+
+
+@pytest.fixture(autouse=True)
+def dated(dynamodb: Any) -> None:
+    dated_decreases(dynamodb)
+
+
+@pytest.fixture
+def clients(dynamodb: Any, autoscaling: Any, cloudwatch: Any, aws_client: Any) -> Clients:
+    """A capacity request's clients (direct mode), on the moto server."""
+    return Clients(dynamodb, autoscaling, cloudwatch, aws_client("resourcegroupstaggingapi"))
+
+
+def fixed_create(name: str, store: str) -> dict[str, Any]:
+    """The Create of a step on the new table ``name``, its targets fixed capacities (read
+    2,000 -> 100, write 500 -> 5, the GSI's read 1,000 -> 10), served by ``store``."""
+    props = {"TableName": name, "Targets": targets(2000, 500, None), "HoldStore": store}
+    event = cfn_event("Create", props)
+    return {**event, **on_event(event, None)}
+
+
+def ask(name: str, read: int, store: str, clients: Clients) -> Any:
+    return request_capacity(
+        name,
+        read=read,
+        hold=timedelta(minutes=15),
+        store=store,
+        clients=clients,
+        sleep=lambda _: None,
+    )
+
+
+@pytest.mark.usefixtures("in_lambda")
+@pytest.mark.parametrize(
+    ("units", "while_held"),
+    [(400, 400), (2500, 2500)],
+    ids=["held-below-its-mark", "held-above-its-mark"],
+)
+def test_a_hold_made_before_the_step_lowers_ends_at_the_settled_level(
+    dynamodb: Any,
+    store: str,
+    autoscaling: Any,
+    clients: Clients,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+    units: int,
+    while_held: int,
+) -> None:
+    # GIVEN a new table of fixed capacities at its marks (read 2,000, to settle at 100),
+    # and a batch job's capacity request of ``units`` reads made before the step lowers: it
+    # reads the table at its mark (and raises it where that is not enough)
+    name = table_at_marks(dynamodb)
+    held = ask(name, units, store, clients)
+    # WHEN the provider runs the step's Create
+    with caplog.at_level(logging.INFO):
+        answers = provider(
+            fixed_create(name, store), dynamodb=dynamodb, autoscaling=autoscaling, holds=dynamodb
+        )
+    # THEN the read stays at the hold's level while it is held (the others settle)
+    assert answers[-1]["IsComplete"] is True
+    assert capacity(dynamodb, name) == {None: (while_held, 5), "bySku": (10, 5)}
+    # AND when the hold ends, the read goes to its settled level, not back to its mark
+    held.release()
+    assert capacity(dynamodb, name) == {None: (100, 5), "bySku": (10, 5)}
+    # AND a later request raises it over its settled level only, and its end lowers it there
+    again = ask(name, 50, store, clients)
+    assert capacity(dynamodb, name)[None] == (100, 5)
+    again.release()
+    assert capacity(dynamodb, name)[None] == (100, 5)
+    # AND nothing was left at its mark: nothing logged or counted as such
+    assert left_events(caplog) == []
+    assert [r for r in counts(capsys) if "SettleLeft" in r] == []
+    # AND the hold store keeps the settled level as the read's base
+    recorded = open_store(store, clients).get(name, None, "read")
+    assert recorded is not None and recorded.base == 100
