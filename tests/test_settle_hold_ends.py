@@ -8,17 +8,23 @@ are a moto server's (DescribeTable dating the step's decreases as DynamoDB does:
 
 from __future__ import annotations
 
+import json
 import logging
+import time
 from datetime import timedelta
 from typing import Any
 
 import pytest
+from botocore.awsrequest import AWSResponse
+from botocore.compat import HTTPHeaders
 
 from ddb_capacity_runtime.aws.clients import Clients
 from ddb_capacity_runtime.aws.store import open_store
 from ddb_capacity_runtime.requests import request_capacity
-from ddb_capacity_runtime.settle.handler import on_event
+from ddb_capacity_runtime.settle.handler import is_complete, on_event
+from ddb_capacity_runtime.settle.settle_plan import PERMISSION_WAIT_S
 from tests.conftest import cfn_event, dated_decreases
+from tests.test_retry_policy import _Raw
 from tests.test_settle_holds import (
     counts,
 )
@@ -38,7 +44,7 @@ from tests.test_settle_live import (
     cloudwatch as cloudwatch,  # noqa: F401 (fixture)
 )
 from tests.test_settle_live import left_events, targets
-from tests.test_settle_races import capacity, provider, table_at_marks
+from tests.test_settle_races import MARKED, capacity, hold_reader, provider, table_at_marks
 
 
 @pytest.fixture(autouse=True)
@@ -114,3 +120,58 @@ def test_a_hold_made_before_the_step_lowers_ends_at_the_settled_level(
     # AND the hold store keeps the settled level as the read's base
     recorded = open_store(store, clients).get(name, None, "read")
     assert recorded is not None and recorded.base == 100
+
+
+def denied_updates(dynamodb: Any) -> Any:
+    """A client of the hold store's server that may Query it, its every UpdateItem denied (a
+    permissions boundary, or IAM still applying the step's grant), as AWS answers it."""
+    client = hold_reader(dynamodb)
+
+    def answer(request: Any, **_: Any) -> AWSResponse:
+        body = json.dumps(
+            {"__type": "com.amazonaws.dynamodb.v20120810#AccessDeniedException", "message": "no"}
+        ).encode()
+        headers = HTTPHeaders.from_dict({"Content-Type": "application/x-amz-json-1.0"})
+        return AWSResponse(request.url, 400, headers, _Raw(body))
+
+    client.meta.events.register("before-send.dynamodb.UpdateItem", answer)
+    return client
+
+
+@pytest.mark.usefixtures("in_lambda")
+def test_a_settled_base_that_cannot_be_recorded_leaves_its_dimension_at_its_mark_counted(
+    dynamodb: Any,
+    store: str,
+    autoscaling: Any,
+    clients: Clients,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # GIVEN a new table of fixed capacities at its marks, held by a request made before the
+    # step lowers (its base recorded at the read's mark), and a step whose writes to the hold
+    # store are denied
+    name = table_at_marks(dynamodb)
+    ask(name, 400, store, clients)
+    event = fixed_create(name, store)
+    denied = denied_updates(dynamodb)
+    step = {"dynamodb": dynamodb, "autoscaling": autoscaling, "holds": denied}
+    # WHEN the provider runs the step's Create: first within the time IAM may take to apply
+    # the step's grant, then past it
+    with caplog.at_level(logging.INFO):
+        first = is_complete(event, None, **step)
+        late = time.time() + PERMISSION_WAIT_S + 1
+        last = is_complete(event, None, clock=lambda: late, **step)
+    # THEN the first call waits, lowering nothing; the last lowers nothing either (a hold's
+    # end would bring a dimension lowered back to its mark): each stays at its mark, logged
+    # with why and counted once (SettleLeft, which the step's alarm watches)
+    assert first == {"IsComplete": False}
+    assert last == {"IsComplete": True, "Data": {"Settled": "false"}}
+    assert capacity(dynamodb, name) == MARKED
+    left = left_events(caplog)
+    assert {(e["index"], e["dimension"]) for e in left} == {
+        (None, "read"),
+        (None, "write"),
+        ("bySku", "read"),
+    }
+    assert all("could not be recorded as its base" in e["reason"] for e in left), left
+    assert [r["SettleLeft"] for r in counts(capsys)] == [3]
