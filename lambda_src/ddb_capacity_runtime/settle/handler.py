@@ -30,7 +30,11 @@ registered yet has none). A step whose properties name the hold store of the
 holds where no minimum says them (a fixed capacity, and every dimension of a Create:
 `live_holds.held_levels`), and none whose holds are unknown (a read of them that meets an
 error that may pass, a throttle or a denial while IAM applies the step's grant, is tried
-again at the next call for `PERMISSION_WAIT_S` first).
+again at the next call for `PERMISSION_WAIT_S` first). Before it lowers a fixed capacity, or
+leaves one to holds at or above its mark, it records the settled level there as the base the
+end of its holds restores (`live_holds.record_bases`): a hold a request made while the table
+was at its mark then ends at the settled level, not at the mark; a dimension whose base is not
+recorded stays at its mark, counted.
 
 What it read may change before its UpdateTable lands: a capacity request records a hold on
 a table it found at its mark, and raises nothing. So once it has lowered, the step answers
@@ -68,6 +72,7 @@ from ..aws.clients import (
     settle_autoscaling_client,
     settle_cloudwatch_client,
     settle_store_client,
+    settle_store_writer_client,
 )
 from ..aws.error_codes import error_code
 from ..core.errors import HoldsUnread, shown, shown_text, with_notes
@@ -354,7 +359,8 @@ def _settle_when_active(
     above = [t for t in provisioned if t.target_utilization is None and above_mark(description, t)]
     try:
         needs = read_floors(readers, chosen, (), (now, patient))[0]
-        bases = _settled_bases(readers, [*chosen, *above], needs, (window.clock, patient))
+        writer = functools.cache(lambda: clients[3] or settle_store_writer_client())
+        bases = _settled_bases(readers, writer, [*chosen, *above], needs, (window.clock, patient))
         needs.left.update(bases)
     except HoldsUnread as exc:  # read again at the next call
         status = f"capacity holds not read yet ({shown_text(str(exc), REASON_CHARS)})"
@@ -368,20 +374,21 @@ def _settle_when_active(
 
 def _settled_bases(
     readers: Readers,
+    writer: Callable[[], DynamoDBClient],
     targets: list[SettleTarget],
     needs: Needs,
     when: tuple[Callable[[], float], bool],
 ) -> dict[tuple[str | None, str], str]:
     """With a hold store, the settled level of each fixed capacity of ``targets`` whose floors
     are known (``needs``) recorded as its base there before the step lowers it, or leaves it to
-    holds at or above its mark (`live_holds.record_bases`; ``when``: the step's clock, and
-    whether it still waits for an error that may pass): why each one not recorded stays at its
-    mark."""
+    holds at or above its mark (`live_holds.record_bases`, through the hold store's
+    ``writer``; ``when``: the step's clock, and whether it still waits for an error that may
+    pass): why each one not recorded stays at its mark."""
     if readers.store is None:
         return {}
     fixed = [t for t in targets if t.target_utilization is None and t.key not in needs.left]
     clock, patient = when
-    return record_bases(readers.holds, readers.store, readers.table, fixed, clock, patient=patient)
+    return record_bases(writer, readers.store, readers.table, fixed, clock, patient=patient)
 
 
 def _updating(description: Mapping[str, Any]) -> bool:

@@ -37,6 +37,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from botocore import exceptions as botocore_errors
+from botocore.exceptions import ClientError
 
 from ..aws.error_codes import describe_error, error_code, http_status, is_throttle
 from ..aws.store import HoldLimits, HoldStore
@@ -121,9 +122,12 @@ def held_levels(
     return found
 
 
-BASES_WITHIN_S = 15.0
-"""How long one call spends recording the settled bases (`record_bases`) at most, waiting for
-a dimension's lease included (a request holds it for the seconds of its raise)."""
+BASES_WITHIN_S = 4.0
+"""How long one call goes on starting to record the settled bases (`record_bases`), waiting for
+a dimension's lease another process holds included; each record is three calls of one attempt
+of 2 s at most (`aws.clients.SETTLE_WRITE_TIMEOUT_SECONDS`), 10 s at most in all, so that they
+fit the function's shortest timeout beside its reads (48 s), and some 40 dimensions' records
+(a table and 20 GSIs) of tens of milliseconds a call are begun within it."""
 
 
 def record_bases(
@@ -137,36 +141,36 @@ def record_bases(
 ) -> dict[Dim, str]:
     """Record each of ``targets`` (fixed capacities) of ``table`` settled at its operating
     level in the hold store ``store``: its base, what the end of its last hold restores, under
-    the dimension's lease (`BASES_WITHIN_S` at most for them all). Returns why each one not
-    recorded was not (to leave at its mark); while ``patient``, a lease not had or an error that
-    may pass raises `HoldsUnread` instead, to try again at the next call."""
-    unrecorded: dict[Dim, str] = {}
-    if not targets:
-        return unrecorded
+    the dimension's lease, as a request or a release writes it; none begun `BASES_WITHIN_S`
+    after the first. Returns why each one not recorded was not (to leave at its mark); while
+    ``patient``, a lease not had in time or an error that may pass raises `HoldsUnread`
+    instead, to try again at the next call."""
     until = clock() + BASES_WITHIN_S
     try:
         holds = HoldStore(dynamodb(), store, WIDEST, clock=clock, sleep=time.sleep)
-    except Exception as exc:
+    except Exception as exc:  # a client not made
         return _unrecorded(targets, store, exc, patient)
-    for t in targets:
+    for i, t in enumerate(targets):
         try:
+            if clock() > until:
+                raise CapacityRequestTimeout(f"not begun within {BASES_WITHIN_S:.0f} s")
             with holds.lease(table, t.index, t.dimension, deadline=until) as lease:
                 lease.write(base=t.operating)
-        except Exception as exc:
-            unrecorded.update(_unrecorded([t], store, exc, patient))
-    return unrecorded
+        except Exception as exc:  # denied, throttled, a lease held throughout, no such store
+            return _unrecorded(targets[i:], store, exc, patient)
+    return {}
 
 
 def _unrecorded(
-    targets: Sequence[SettleTarget], store: str, exc: BaseException, patient: bool
+    targets: Sequence[SettleTarget], store: str, exc: Exception, patient: bool
 ) -> dict[Dim, str]:
-    """Why ``targets`` stay at their mark, their settled base not recorded for ``exc``; or,
-    while ``patient`` and it may pass, `HoldsUnread`."""
-    cause = exc.__cause__ or exc.__context__ or exc  # the store's ClientError, if any
+    """Why each of ``targets`` stays at its mark, its settled base not recorded for ``exc``;
+    while ``patient``, `HoldsUnread` for a lease not had in time or an error that may pass."""
+    cause = exc.__context__ if isinstance(exc.__context__, ClientError) else exc
     if patient and (isinstance(exc, CapacityRequestTimeout) or passing(cause)):
         raise HoldsUnread(f"hold store {store}: {describe_error(cause)}") from exc
     reason = (
         f"its settled level could not be recorded as its base in the hold store {store} "
         f"({describe_error(cause)}): a capacity hold's end would bring it back to its mark"
     )
-    return {t.key: shown_text(reason, REASON_CHARS) for t in targets}
+    return dict.fromkeys([t.key for t in targets], shown_text(reason, REASON_CHARS))
