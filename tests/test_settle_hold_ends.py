@@ -175,3 +175,28 @@ def test_a_settled_base_that_cannot_be_recorded_leaves_its_dimension_at_its_mark
     }
     assert all("could not be recorded as its base" in e["reason"] for e in left), left
     assert [r["SettleLeft"] for r in counts(capsys)] == [3]
+
+
+@pytest.mark.usefixtures("in_lambda")
+def test_a_lease_held_while_the_step_records_its_base_is_waited_for(
+    dynamodb: Any, store: str, autoscaling: Any, clients: Clients
+) -> None:
+    # GIVEN a new table of fixed capacities at its marks, and a capacity request or release
+    # of its read holding the read's lease in the hold store when the step would record the
+    # read's settled base
+    name = table_at_marks(dynamodb)
+    event = fixed_create(name, store)
+    step = {"dynamodb": dynamodb, "autoscaling": autoscaling, "holds": dynamodb}
+    holds = open_store(store, clients)
+    # WHEN the provider calls the step while the lease is held, and again once it is given back
+    with holds.lease(name, None, "read", deadline=time.time() + 30):
+        first = is_complete(event, None, **step)
+        assert capacity(dynamodb, name) == MARKED
+    answers = provider(event, **step)
+    # THEN the first call waits, lowering nothing (the holder writes the base it read), and the step settles the table once the lease is free, the read's
+    # settled level recorded as its base
+    assert first == {"IsComplete": False}
+    assert answers[-1] == {"IsComplete": True, "Data": {"Settled": "true"}}
+    assert capacity(dynamodb, name) == {None: (100, 5), "bySku": (10, 5)}
+    recorded = holds.get(name, None, "read")
+    assert recorded is not None and recorded.base == 100
