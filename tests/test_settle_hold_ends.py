@@ -193,8 +193,9 @@ def test_a_lease_held_while_the_step_records_its_base_is_waited_for(
         first = is_complete(event, None, **step)
         assert capacity(dynamodb, name) == MARKED
     answers = provider(event, **step)
-    # THEN the first call waits, lowering nothing (the holder writes the base it read), and the step settles the table once the lease is free, the read's
-    # settled level recorded as its base
+    # THEN the first call waits, lowering nothing (the holder writes the base it read), and
+    # the step settles the table once the lease is free, the read's settled level recorded as
+    # its base
     assert first == {"IsComplete": False}
     assert answers[-1] == {"IsComplete": True, "Data": {"Settled": "true"}}
     assert capacity(dynamodb, name) == {None: (100, 5), "bySku": (10, 5)}
