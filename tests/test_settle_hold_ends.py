@@ -122,12 +122,15 @@ def test_a_hold_made_before_the_step_lowers_ends_at_the_settled_level(
     assert recorded is not None and recorded.base == 100
 
 
-def denied_updates(dynamodb: Any) -> Any:
-    """A client of the hold store's server that may Query it, its every UpdateItem denied (a
-    permissions boundary, or IAM still applying the step's grant), as AWS answers it."""
+def denied_updates(dynamodb: Any, only: bytes = b"") -> Any:
+    """A client of the hold store's server that may Query it, its every UpdateItem (whose body
+    holds ``only``) denied (a permissions boundary, or IAM still applying the step's grant), as
+    AWS answers it."""
     client = hold_reader(dynamodb)
 
-    def answer(request: Any, **_: Any) -> AWSResponse:
+    def answer(request: Any, **_: Any) -> AWSResponse | None:
+        if only not in (request.body or b""):
+            return None
         body = json.dumps(
             {"__type": "com.amazonaws.dynamodb.v20120810#AccessDeniedException", "message": "no"}
         ).encode()
@@ -201,3 +204,38 @@ def test_a_lease_held_while_the_step_records_its_base_is_waited_for(
     assert capacity(dynamodb, name) == {None: (100, 5), "bySku": (10, 5)}
     recorded = holds.get(name, None, "read")
     assert recorded is not None and recorded.base == 100
+
+
+@pytest.mark.usefixtures("in_lambda")
+def test_a_dimension_above_its_mark_whose_base_is_refused_is_counted_once(
+    dynamodb: Any,
+    store: str,
+    autoscaling: Any,
+    clients: Clients,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # GIVEN a new table of fixed capacities, its read raised past its mark by a request made
+    # before the step (its base recorded at the mark), and a hold store that refuses, past the
+    # time IAM may take, the write of the read's settled base alone
+    name = table_at_marks(dynamodb)
+    ask(name, 2500, store, clients)
+    holds = denied_updates(dynamodb, only=b'"table:read"')
+    late = time.time() + PERMISSION_WAIT_S + 1
+    step = {"dynamodb": dynamodb, "autoscaling": autoscaling, "holds": holds}
+    # WHEN the provider runs the step's Create
+    with caplog.at_level(logging.INFO):
+        first = is_complete(fixed_create(name, store), None, clock=lambda: late, **step)
+        last = is_complete(fixed_create(name, store), None, clock=lambda: late + 15, **step)
+    # THEN the others settle, and the read, which the end of its hold would bring back to its
+    # mark, is logged with why and counted once, by the call that lowered the others (the one
+    # after looks only at what it lowered and what is still at its mark)
+    assert (first, last) == (
+        {"IsComplete": False},
+        {"IsComplete": True, "Data": {"Settled": "true"}},
+    )
+    assert capacity(dynamodb, name) == {None: (2500, 5), "bySku": (10, 5)}
+    (left,) = left_events(caplog)
+    assert (left["index"], left["dimension"]) == (None, "read")
+    assert "could not be recorded as its base" in left["reason"], left
+    assert [r["SettleLeft"] for r in counts(capsys)] == [1]

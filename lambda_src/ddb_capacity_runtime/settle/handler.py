@@ -367,6 +367,7 @@ def _settle_when_active(
         return status, window.settle_by
     lowered = [t for t in chosen if t.key not in needs.left]
     if settle_table(dynamodb, description, lowered, needs) is not None:
+        report_left(name, above, needs, window.clock())  # never looked at again: decided here
         return LOWERED, window.settle_by  # what it leaves is counted by the call that decides
     report_left(name, [*chosen, *above], needs, window.clock())  # decided for good: counted once
     return False
