@@ -197,6 +197,29 @@ def test_a_stall_longer_than_the_witness_read_stays_counted(world: World) -> Non
     assert {e["witness"] for e in decisions(lines, "metrics-stalled", quiet)} == {None}
 
 
+def test_a_stall_first_read_long_after_it_began_stays_counted_once_its_witness_leaves_the_read(
+    world: World,
+) -> None:
+    # GIVEN a table whose last witness is 30 minutes old, first read two hours later (the
+    # tick had no decrease to make before): a stall, counted
+    quiet = stalled(world)
+    described(world, quiet, CreationDateTime=world.now - DAY)
+    first = world.now + timedelta(hours=2)
+    store_delivered(world, first)
+    _, lines = world.tick(first, SCALER_MODE="reactive")
+    assert emf(lines, quiet)["MetricsStalled"] == 2
+    # WHEN a tick runs once that witness has left what a tick reads, within an hour of the
+    # first tick that found it missing
+    later = world.now - timedelta(minutes=30) + timedelta(minutes=WITNESS_READ_MINUTES + 5)
+    assert later - first < timedelta(minutes=NEW_MINUTES)
+    store_delivered(world, later)
+    _, lines = world.tick(later, SCALER_MODE="reactive")
+    # THEN it is still held and counted: it went missing when its last datapoint stopped
+    # being recent, not when a tick first read it so
+    assert world.throughput(quiet) == (200, 200)
+    assert emf(lines, quiet)["MetricsStalled"] == 2
+
+
 def test_a_witness_delivered_keeps_no_state(world: World) -> None:
     # GIVEN an idle table whose witness is delivered
     idle = world.table("idle", 200, 200)

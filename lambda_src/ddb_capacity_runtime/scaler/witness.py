@@ -18,6 +18,7 @@ from datetime import datetime
 from ..aws import metrics
 from ..aws.error_codes import describe_error
 from ..core.delivery import (
+    WITNESS_MINUTES,
     WORST_FIRST,
     Verdict,
     decided_from,
@@ -35,7 +36,7 @@ from ..core.floorplan import FloorPlan
 from ..core.outcomes import Status, change_row
 from ..core.plan import Change, Held, floor_planned, plan_table
 from ..core.policy import Decision
-from ..core.series import Key, Series
+from ..core.series import MINUTE, Key, Series
 from ..core.tables import ManagedTable
 from ..events import log_event
 from .plans import with_plans_in_force
@@ -68,7 +69,11 @@ def verdict_of(t: TickState, table: ManagedTable, key: Key) -> tuple[Verdict, st
     found = [
         (
             verdict(
-                newest_of(t, table, r, key), t.now, since, table.began, t.missing.get((r, key))
+                newest_of(t, table, r, key),
+                t.now,
+                since,
+                table.began if r is None else None,  # the table's times here, not there
+                t.missing.get((r, key)),
             ),
             r,
         )
@@ -169,9 +174,10 @@ def keep_missing(t: TickState, tables: list[ManagedTable]) -> None:
         recent = newest is not None and newest >= witness_start(t.now)
         began = named[key[0]].began if region is None else None
         since = None if recent else missing_since(found, began, t.now)
-        if not t.config.dry_run:
+        # past the deadline nothing is written: since when stays as read (none: a stall)
+        if not t.config.dry_run and t.deadline.left() > 0:
             try:
-                since = _mark_missing(t, region, key, found, since, recent)
+                since = _mark_missing(t, region, key, found, since, newest, recent)
             except Exception as exc:
                 where = f"replica {region} " if region else ""
                 why = f"{where}{key[1] or 'table'} {key[2]}: state store, witness marker"
@@ -187,11 +193,15 @@ def _mark_missing(
     key: Key,
     found: Mapping[str, datetime | None],
     since: datetime | None,
+    newest: datetime | None,
     recent: bool,
 ) -> datetime | None:
     """Leave ``key``'s witness in ``region`` one marker, of ``since`` (`missing_since` of
-    its markers ``found``), or a new one of this tick if none is sound, or none if it is
-    ``recent``; returns since when it has been found missing (None: it is recent)."""
+    its markers ``found``), or a new one if none is sound, or none if it is ``recent``;
+    returns since when it has been found missing (None: it is recent). A new one is of
+    this tick, or, for a witness whose ``newest`` datapoint is in the read but not recent,
+    of when that datapoint stopped being recent: a stall first read long after it began
+    stays counted once its last datapoint leaves the read."""
     kept = None
     if since is not None:
         kept = next(what for what, at in found.items() if at == since)
@@ -200,8 +210,9 @@ def _mark_missing(
             t.store.unmark(key[0], what)
     if recent or since is not None:
         return since
-    t.store.mark(key[0], missing_mark(region, key, t.now))
-    return t.now
+    at = t.now if newest is None else min(t.now, newest + WITNESS_MINUTES * MINUTE)
+    t.store.mark(key[0], missing_mark(region, key, at))
+    return at
 
 
 def _rests_on_idle(t: TickState, series: Mapping[Key, Series], key: Key) -> bool:
@@ -237,7 +248,7 @@ def log_unwitnessed(t: TickState, table: ManagedTable, stalled: list[Change]) ->
     counted = 0
     for change in stalled:
         found, region = verdict_of(t, table, change.dimension.key)
-        newest = t.witnesses.get((region, change.dimension.key))
+        newest = newest_of(t, table, region, change.dimension.key)
         fields = {
             **change_row(change, Status.HELD, None),
             "region": region,
