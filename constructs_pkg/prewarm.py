@@ -448,10 +448,9 @@ class SettleStep(Construct):
         ``CapacityRequests`` that serves it (its ``HoldStore`` property, and Query on the
         store in the table's grant, of the table's own items alone: the step queries only
         the partition of its table's name), so it lowers no dimension below its active holds where
-        no minimum says them (a fixed capacity, a new table's); and UpdateItem on those items, to
-        record a fixed capacity's settled level as the base a hold's end restores. A store of
-        another stack is not read, with a warning: that stack refers to the table already, so
-        the step referring to the store would make the two stacks depend on each other."""
+        no minimum says them (a fixed capacity, a new table's). A store of another stack
+        is not read, with a warning: that stack refers to the table already, so the step
+        referring to the store would make the two stacks depend on each other."""
         if Stack.of(store) is not Stack.of(self):
             Annotations.of(self).add_warning_v2(
                 "ddb-capacity:settle-holds-elsewhere",
@@ -468,9 +467,7 @@ class SettleStep(Construct):
         self._grant.add_statements(
             iam.PolicyStatement(
                 sid="ReadHolds",
-                # UpdateItem: the settled level of a fixed capacity recorded as its base,
-                # under the dimension's lease (`settle.live_holds.record_bases`)
-                actions=["dynamodb:Query", "dynamodb:UpdateItem"],
+                actions=["dynamodb:Query"],
                 resources=[store.table_arn],
                 conditions={
                     "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [self._table_name]}

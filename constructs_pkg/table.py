@@ -86,9 +86,9 @@ _SETTLE_DEFAULTS = {
         shortest=Duration.seconds(60),
         why="each call of the settle step makes one DescribeTable, at most one UpdateTable, one "
         "GetMetricData (an Update), one DescribeScalableTargets, for a table a CapacityRequests "
-        "serves up to 2 pages of its hold store's Query (48 s at most together) and its fixed "
-        "capacities' settled bases (10 s at most); the provider waits between calls): at least "
-        "1 minute, and Lambda's longest is 15 minutes",
+        "serves up to 2 pages of its hold store's Query (48 s at most together; what it lowered is "
+        "read again at a later call; the provider waits between calls): at least 1 minute, "
+        "and Lambda's longest is 15 minutes",
     )
 }
 """The settle functions' defaults and the timeouts they allow (``function_options["Settle"]`` of a

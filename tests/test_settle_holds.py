@@ -28,10 +28,9 @@ from ddb_capacity_runtime.aws.clients import (
     settle_autoscaling_client,
     settle_cloudwatch_client,
     settle_store_client,
-    settle_store_writer_client,
 )
 from ddb_capacity_runtime.settle.handler import SettleError, is_complete, on_event
-from ddb_capacity_runtime.settle.live_holds import BASES_WITHIN_S, MAX_HOLD_PAGES
+from ddb_capacity_runtime.settle.live_holds import MAX_HOLD_PAGES
 from ddb_capacity_runtime.settle.settle_plan import PERMISSION_WAIT_S
 from ddb_capacity_tools.local_aws import create_store_table
 from tests.test_settle_live import LOWERED, described, left_events, stubbed, table_name, targets
@@ -357,22 +356,19 @@ def test_the_reads_of_one_call_fit_the_settle_function_s_shortest_timeout(
 ) -> None:
     # an Update of a served table with auto-scaled and fixed dimensions reads, in one call, its
     # traffic, its minimums and its holds (at most MAX_HOLD_PAGES pages of the store's Query):
-    # each at its worst (every attempt timing out), 48 s together; and before it lowers, it
-    # records its fixed capacities' settled bases (three writes under a lease, the last begun
-    # within BASES_WITHIN_S): 10 s, which leaves the shortest timeout the settle functions
-    # take 2 s for DescribeTable and UpdateTable
+    # each at its worst (every attempt timing out), 48 s together, which leaves the shortest
+    # timeout the settle functions take 12 s for DescribeTable and UpdateTable
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     reads = (
         call_bound(settle_cloudwatch_client())
         + call_bound(settle_autoscaling_client())
         + MAX_HOLD_PAGES * call_bound(settle_store_client())
     )
-    writes = BASES_WITHIN_S + 3 * call_bound(settle_store_writer_client())
     shortest = _SETTLE_DEFAULTS["Settle"].shortest.to_seconds()
-    assert (reads, writes, shortest) == (48.0, 10.0, 60)
-    why = " ".join(_SETTLE_DEFAULTS["Settle"].why.split())
-    assert f"up to {MAX_HOLD_PAGES} pages of its hold store's Query (48 s at most" in why
-    assert "its fixed capacities' settled bases (10 s at most)" in why
+    assert (reads, shortest) == (48.0, 60)
+    assert f"up to {MAX_HOLD_PAGES} pages of its hold store's Query (48 s at most" in " ".join(
+        _SETTLE_DEFAULTS["Settle"].why.split()
+    )
 
 
 def test_holds_past_the_pages_the_step_reads_leave_their_dimensions_at_their_mark(

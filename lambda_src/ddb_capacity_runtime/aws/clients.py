@@ -189,25 +189,6 @@ def settle_store_client() -> DynamoDBClient:
     return boto3.client("dynamodb", config=_settle_reads(SETTLE_MINIMUMS_READ_TIMEOUT_SECONDS))
 
 
-SETTLE_WRITE_TIMEOUT_SECONDS = 1
-"""The settle function's writes to a hold store (a fixed capacity's settled base, under the
-dimension's lease: three calls): one attempt each, at most this long to connect and as long to
-read its answer (2 s a call), so that with the reads (48 s) and the writes begun within
-`settle.live_holds.BASES_WITHIN_S` they fit the function's shortest timeout of 60 s; a write
-that fails is tried again at the provider's next call, or leaves the dimension at its mark."""
-
-
-def settle_store_writer_client() -> DynamoDBClient:
-    """The settle function's DynamoDB client for its writes to a hold store, bounded
-    (`SETTLE_WRITE_TIMEOUT_SECONDS`)."""
-    import boto3
-    from botocore.config import Config
-
-    bound = SETTLE_WRITE_TIMEOUT_SECONDS
-    config = Config(connect_timeout=bound, read_timeout=bound, retries={"total_max_attempts": 1})
-    return boto3.client("dynamodb", config=config)
-
-
 def call_bound(client: Any) -> float:
     """The longest one call of ``client`` can take, from its own configuration: every
     attempt waiting its connect and read timeouts, and the longest backoff between them

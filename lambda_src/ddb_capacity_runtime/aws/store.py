@@ -11,8 +11,7 @@ One item per dimension the library holds anything of (partition key ``pk`` = the
 name, sort key ``sk`` = ``<table|index/NAME>:<read|write>``):
 
 - ``base``: the configured minimum (or, without a scalable target, the provisioned
-  capacity) the dimension had before its first hold, restored when the last hold ends (a
-  settle step records a fixed capacity's settled level: `settle.live_holds.record_bases`);
+  capacity) the dimension had before its first hold, restored when the last hold ends;
   under a raise of the scaler, the base the scaler remembers, not its raise;
 - ``holds``: a map of hold id to ``{units, expires, baseline, token}`` (``token``: the
   SHA-256 digest of the hold's release token);

@@ -30,11 +30,7 @@ registered yet has none). A step whose properties name the hold store of the
 holds where no minimum says them (a fixed capacity, and every dimension of a Create:
 `live_holds.held_levels`), and none whose holds are unknown (a read of them that meets an
 error that may pass, a throttle or a denial while IAM applies the step's grant, is tried
-again at the next call for `PERMISSION_WAIT_S` first). Before it lowers a fixed capacity, or
-leaves one to holds at or above its mark, it records the settled level there as the base the
-end of its holds restores (`live_holds.record_bases`): a hold a request made while the table
-was at its mark then ends at the settled level, not at the mark; a dimension whose base is not
-recorded stays at its mark, counted.
+again at the next call for `PERMISSION_WAIT_S` first).
 
 What it read may change before its UpdateTable lands: a capacity request records a hold on
 a table it found at its mark, and raises nothing. So once it has lowered, the step answers
@@ -72,7 +68,6 @@ from ..aws.clients import (
     settle_autoscaling_client,
     settle_cloudwatch_client,
     settle_store_client,
-    settle_store_writer_client,
 )
 from ..aws.error_codes import error_code
 from ..core.errors import HoldsUnread, shown, shown_text, with_notes
@@ -81,7 +76,7 @@ from ..core.names import is_table_name
 from ..core.validators import whole_text
 from ..events import log_event
 from .floors import Readers, read_floors
-from .live_holds import outlasting_retries, record_bases
+from .live_holds import outlasting_retries
 from .put_back import (
     LOWERED,
     Waiting,
@@ -98,7 +93,6 @@ from .settle_plan import (
     PROVISIONED_WITHIN_S,
     SETTLE_WAIT_S,
     SettleTarget,
-    above_mark,
     at_mark,
     parse_targets,
     plan_settle,
@@ -355,41 +349,16 @@ def _settle_when_active(
         late = TOO_LATE.format(left=max(0.0, window.settle_by - now), by=LOWER_BY_S)
         report_left(name, chosen, Needs(left=dict.fromkeys([t.key for t in chosen], late)), now)
         return False
-    patient = now - window.began < PERMISSION_WAIT_S
-    above = [t for t in provisioned if t.target_utilization is None and above_mark(description, t)]
     try:
-        needs = read_floors(readers, chosen, (), (now, patient))[0]
-        writer = functools.cache(lambda: clients[3] or settle_store_writer_client())
-        bases = _settled_bases(readers, writer, [*chosen, *above], needs, (window.clock, patient))
-        needs.left.update(bases)
+        needs = read_floors(readers, chosen, (), (now, now - window.began < PERMISSION_WAIT_S))[0]
     except HoldsUnread as exc:  # read again at the next call
         status = f"capacity holds not read yet ({shown_text(str(exc), REASON_CHARS)})"
         return status, window.settle_by
     lowered = [t for t in chosen if t.key not in needs.left]
     if settle_table(dynamodb, description, lowered, needs) is not None:
-        report_left(name, above, needs, window.clock())  # never looked at again: decided here
         return LOWERED, window.settle_by  # what it leaves is counted by the call that decides
-    report_left(name, [*chosen, *above], needs, window.clock())  # decided for good: counted once
+    report_left(name, chosen, needs, window.clock())  # decided for good: counted once
     return False
-
-
-def _settled_bases(
-    readers: Readers,
-    writer: Callable[[], DynamoDBClient],
-    targets: list[SettleTarget],
-    needs: Needs,
-    when: tuple[Callable[[], float], bool],
-) -> dict[tuple[str | None, str], str]:
-    """With a hold store, the settled level of each fixed capacity of ``targets`` whose floors
-    are known (``needs``) recorded as its base there before the step lowers it, or leaves it to
-    holds at or above its mark (`live_holds.record_bases`, through the hold store's
-    ``writer``; ``when``: the step's clock, and whether it still waits for an error that may
-    pass): why each one not recorded stays at its mark."""
-    if readers.store is None:
-        return {}
-    fixed = [t for t in targets if t.target_utilization is None and t.key not in needs.left]
-    clock, patient = when
-    return record_bases(writer, readers.store, readers.table, fixed, clock, patient=patient)
 
 
 def _updating(description: Mapping[str, Any]) -> bool:

@@ -20,33 +20,24 @@ while IAM applies the ``ReadHolds`` statement the same deploy added) is no reaso
 dimension at its mark for good: within `settle_plan.PERMISSION_WAIT_S` of the step's first
 call the step waits and reads again at the provider's next call (`HoldsUnread`), and only
 after that leaves its dimensions at their mark.
-
-A request records, as the base its hold's end restores, what a fixed capacity has when its
-first hold is made: during the step, possibly still the mark. So before the step lowers a fixed
-capacity, or leaves it to holds that keep it at or above its mark, it records the settled level
-(its ``Operating``) as that base, under the dimension's lease (`record_bases`): a hold's end
-then lowers it to the settled level, or to what the other holds need, never back to the mark. A
-base it cannot record leaves the dimension at its mark, counted as any other.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from botocore import exceptions as botocore_errors
-from botocore.exceptions import ClientError
 
 from ..aws.error_codes import describe_error, error_code, http_status, is_throttle
 from ..aws.store import HoldLimits, HoldStore
-from ..core.errors import CapacityRequestTimeout, HoldsUnread, shown_text
+from ..core.errors import HoldsUnread, shown_text
 from ..core.holds import MAX_HOLD, level
 from ..core.names import MAX_TABLE_QUOTA, scope_label
 from .minimums import Minimums
 from .settle_plan import SettleTarget
-from .traffic import REASON_CHARS, Dim
+from .traffic import REASON_CHARS
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -120,57 +111,3 @@ def held_levels(
         if active:
             found.held[t.key] = min(level(active), MAX_TABLE_QUOTA)
     return found
-
-
-BASES_WITHIN_S = 4.0
-"""How long one call goes on starting to record the settled bases (`record_bases`), waiting for
-a dimension's lease another process holds included; each record is three calls of one attempt
-of 2 s at most (`aws.clients.SETTLE_WRITE_TIMEOUT_SECONDS`), 10 s at most in all, so that they
-fit the function's shortest timeout beside its reads (48 s), and some 40 dimensions' records
-(a table and 20 GSIs) of tens of milliseconds a call are begun within it."""
-
-
-def record_bases(
-    dynamodb: Callable[[], DynamoDBClient],
-    store: str,
-    table: str,
-    targets: Sequence[SettleTarget],
-    clock: Callable[[], float],
-    *,
-    patient: bool = False,
-) -> dict[Dim, str]:
-    """Record each of ``targets`` (fixed capacities) of ``table`` settled at its operating
-    level in the hold store ``store``: its base, what the end of its last hold restores, under
-    the dimension's lease, as a request or a release writes it; none begun `BASES_WITHIN_S`
-    after the first. Returns why each one not recorded was not (to leave at its mark); while
-    ``patient``, a lease not had in time or an error that may pass raises `HoldsUnread`
-    instead, to try again at the next call."""
-    until = clock() + BASES_WITHIN_S
-    try:
-        holds = HoldStore(dynamodb(), store, WIDEST, clock=clock, sleep=time.sleep)
-    except Exception as exc:  # a client not made
-        return _unrecorded(targets, store, exc, patient)
-    for i, t in enumerate(targets):
-        try:
-            if clock() > until:
-                raise CapacityRequestTimeout(f"not begun within {BASES_WITHIN_S:.0f} s")
-            with holds.lease(table, t.index, t.dimension, deadline=until) as lease:
-                lease.write(base=t.operating)
-        except Exception as exc:  # denied, throttled, a lease held throughout, no such store
-            return _unrecorded(targets[i:], store, exc, patient)
-    return {}
-
-
-def _unrecorded(
-    targets: Sequence[SettleTarget], store: str, exc: Exception, patient: bool
-) -> dict[Dim, str]:
-    """Why each of ``targets`` stays at its mark, its settled base not recorded for ``exc``;
-    while ``patient``, `HoldsUnread` for a lease not had in time or an error that may pass."""
-    cause = exc.__context__ if isinstance(exc.__context__, ClientError) else exc
-    if patient and (isinstance(exc, CapacityRequestTimeout) or passing(cause)):
-        raise HoldsUnread(f"hold store {store}: {describe_error(cause)}") from exc
-    reason = (
-        f"its settled level could not be recorded as its base in the hold store {store} "
-        f"({describe_error(cause)}): a capacity hold's end would bring it back to its mark"
-    )
-    return dict.fromkeys([t.key for t in targets], shown_text(reason, REASON_CHARS))

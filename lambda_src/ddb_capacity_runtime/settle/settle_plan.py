@@ -171,13 +171,6 @@ def at_mark(description: Mapping[str, Any], targets: Sequence[SettleTarget]) -> 
     ]
 
 
-def above_mark(description: Mapping[str, Any], target: SettleTarget) -> bool:
-    """Whether ``target`` stands above its high-water mark (a capacity request raised it past
-    the mark during the step, or someone did), its mark above its operating capacity."""
-    units = units_of(description, target.index)[target.dimension]
-    return target.high_water_mark > target.operating and units > target.high_water_mark
-
-
 def need_of(target: SettleTarget, peak: float) -> int:
     """The capacity ``target`` needs for a ``peak`` of consumed units per second at its
     target utilization (at least 1 unit); ``peak`` is read from CloudWatch, and any
