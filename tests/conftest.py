@@ -16,8 +16,10 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
 os.environ.setdefault("CDK_DISABLE_CLI_TELEMETRY", "true")
 
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -25,13 +27,27 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import aws_cdk as cdk
 import pytest
 
 from ddb_capacity_tools import local_aws
 from ddb_capacity_tools.local_aws import ACCOUNT, REGION
 from ddb_capacity_tools.simulator import ensemble
 from tests.hypothesis_profiles import load_profile
+
+#: The temporary folder of aws-cdk-lib's Node process (the jsii runtime, which the import of
+#: aws_cdk below starts with this environment; nothing imported above starts it): an App given
+#: no outdir writes its cloud assembly to a new folder of it, and leaves it there. Removed at
+#: the session's end (`pytest_unconfigure`), so that a run leaves no assemblies behind; this
+#: process's own TMPDIR stays as it was.
+CDK_TMPDIR = tempfile.mkdtemp(prefix="ddb-capacity-tests-cdk-")
+_tmpdir = os.environ.get("TMPDIR")
+os.environ["TMPDIR"] = CDK_TMPDIR
+import aws_cdk as cdk  # noqa: E402 (its Node process starts with CDK_TMPDIR as TMPDIR)
+
+if _tmpdir is None:
+    del os.environ["TMPDIR"]
+else:
+    os.environ["TMPDIR"] = _tmpdir
 
 # the gate's profile unless HYPOTHESIS_PROFILE asks to explore: loaded before any test
 # module is imported, so every @settings a test sets inherits it
@@ -85,6 +101,11 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             super()._assign_work_unit(node)
 
     return ByModule(config, log)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Remove `CDK_TMPDIR`, with the assemblies the session's Apps wrote there."""
+    shutil.rmtree(CDK_TMPDIR, ignore_errors=True)
 
 
 PAIR = "pair"
