@@ -1392,6 +1392,39 @@ def test_reports_a_send_still_holds_when_stop_ends_are_counted_as_not_sent(
     assert (watcher.sent, watcher.failed_sends) == (0, 60)
 
 
+def test_the_sending_thread_starts_no_batch_once_stop_s_time_is_up() -> None:
+    # GIVEN 60 tables to report (2 batches) in the sending thread's round, whose first
+    # batch's send does not return until told
+    client = reads(60)
+    capture = Capture()
+    entered, release = threading.Event(), threading.Event()
+
+    def send(payload: dict[str, Any]) -> None:
+        entered.set()
+        release.wait(10)
+        capture(payload)
+
+    watcher = Watcher(
+        client.meta.events, tables=None, send=send, interval=0.5, label="worker",
+        region=client.meta.region_name,
+    )  # fmt: skip
+    for t in range(60):
+        client.get_item(TableName=f"t{t}", Key={"pk": {"S": "a"}})
+    assert entered.wait(10)
+    # WHEN it stops with 0.1 s to spare, and the send returns afterwards
+    watcher.stop(timeout=0.1)
+    counted = (watcher.sent, watcher.failed_sends)
+    release.set()
+    thread = next(t for t in threading.enumerate() if t.name == "ddb-capacity-signals")
+    thread.join(10)
+    # THEN the thread ended without starting the round's second batch, whose reports stop
+    # counted as not sent with the first's; the send under way changed no count
+    assert not thread.is_alive()
+    assert capture.batches == [MAX_BATCH_REPORTS]
+    assert counted[0] == 0 and counted[1] >= 60
+    assert (watcher.sent, watcher.failed_sends) == counted
+
+
 def test_a_thread_that_cannot_start_is_tried_again_and_stop_never_raises(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

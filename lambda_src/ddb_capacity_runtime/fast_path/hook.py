@@ -177,6 +177,7 @@ class Watcher:
         self._uid = f"ddb-capacity-signals-{id(self)}-{secrets.token_hex(4)}"
         self._active = True
         self._stopped = False
+        self._stop_by: float | None = None  # stop's deadline: no batch is started after it
         self._fresh_state()
         self._handlers = (
             ("before-parameter-build.dynamodb", self._before_parameters),
@@ -473,11 +474,18 @@ class Watcher:
         with self._lock:
             self._pending += len(reports)
         for batch in batches([r.as_json() for r in reports]):
-            if deadline is not None and self._clock() >= deadline:
+            if self._past(deadline):
                 self._ended(len(batch), sent=False)
                 continue
             self._deliver(batch)
         self._publish()
+
+    def _past(self, deadline: float | None) -> bool:
+        """Whether no batch may start now: past ``deadline`` (a round's; None: none), or
+        past stop's (the sending thread's round under way when stop's time is up starts no
+        more batches)."""
+        limits = [d for d in (deadline, self._stop_by) if d is not None]
+        return bool(limits) and self._clock() >= min(limits)
 
     def _publish(self) -> None:
         """In a Lambda function, one Embedded Metric Format line of the reports not sent,
@@ -564,6 +572,7 @@ class Watcher:
             if self._stopped:
                 return
             self._stopped = True
+            self._stop_by = deadline
             self._active = False
             thread = self._thread
         try:
