@@ -122,7 +122,13 @@ def _run(seconds: float, hooked: bool, url: str) -> list[float]:
     )
     watcher = None
     if hooked:
-        lambda_client = _session().client("lambda", endpoint_url=url)
+        # one attempt, as the reads': a send still under way when the server closes fails
+        # at once instead of retrying after the run
+        lambda_client = _session().client(
+            "lambda",
+            endpoint_url=url,
+            config=Config(retries={"mode": "standard", "total_max_attempts": 1}),
+        )
         watcher = watch(
             client,
             send=lambda p: lambda_client.invoke(
