@@ -174,8 +174,7 @@ def keep_missing(t: TickState, tables: list[ManagedTable]) -> None:
         recent = newest is not None and newest >= witness_start(t.now)
         began = named[key[0]].began if region is None else None
         since = None if recent else missing_since(found, began, t.now)
-        # past the deadline nothing is written: since when stays as read (none: a stall)
-        if not t.config.dry_run and t.deadline.left() > 0:
+        if not t.config.dry_run:
             try:
                 since = _mark_missing(t, region, key, found, since, newest, recent)
             except Exception as exc:
@@ -205,10 +204,13 @@ def _mark_missing(
     kept = None
     if since is not None:
         kept = next(what for what, at in found.items() if at == since)
-    for what in found:
-        if what != kept:
-            t.store.unmark(key[0], what)
-    if recent or since is not None:
+    gone = [what for what in found if what != kept]
+    new = not recent and since is None
+    if (gone or new) and t.deadline.left() <= 0:
+        return since  # past the deadline nothing is written: since when stays as read
+    for what in gone:
+        t.store.unmark(key[0], what)
+    if not new:
         return since
     at = t.now if newest is None else min(t.now, newest + WITNESS_MINUTES * MINUTE)
     t.store.mark(key[0], missing_mark(region, key, at))
