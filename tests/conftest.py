@@ -36,10 +36,20 @@ from tests.hypothesis_profiles import load_profile
 
 #: The temporary folder of aws-cdk-lib's Node process (the jsii runtime, which the import of
 #: aws_cdk below starts with this environment; nothing imported above starts it): an App given
-#: no outdir writes its cloud assembly to a new folder of it, and leaves it there. Removed at
-#: the session's end (`pytest_unconfigure`), so that a run leaves no assemblies behind; this
-#: process's own TMPDIR stays as it was.
-CDK_TMPDIR = tempfile.mkdtemp(prefix="ddb-capacity-tests-cdk-")
+#: no outdir writes its cloud assembly to a new folder of it, and leaves it there. One folder
+#: for the session (`CDK_TMP_ENV`: made by the process that starts pytest, inherited by its
+#: xdist workers, each of which makes its own inside it), removed by that process at the
+#: session's end (`pytest_unconfigure`), so that a run leaves no assemblies behind; a worker
+#: removes nothing (xdist interrupts a worker still busy 5 s after it was asked to end, and
+#: removing a worker's assemblies takes seconds). This process's own TMPDIR stays as it was.
+CDK_TMP_ENV = "DDB_CAPACITY_TESTS_CDK_TMPDIR"
+_session_tmp = os.environ.get(CDK_TMP_ENV)
+if _session_tmp is None or not os.path.isdir(_session_tmp):
+    _session_tmp = os.environ[CDK_TMP_ENV] = tempfile.mkdtemp(prefix="ddb-capacity-tests-cdk-")
+    SESSION_CDK_TMPDIR: str | None = _session_tmp  # this process made it, and removes it
+else:
+    SESSION_CDK_TMPDIR = None  # a worker's: the session's process removes it
+CDK_TMPDIR = tempfile.mkdtemp(prefix="process-", dir=_session_tmp)
 _tmpdir = os.environ.get("TMPDIR")
 os.environ["TMPDIR"] = CDK_TMPDIR
 import aws_cdk as cdk  # noqa: E402 (its Node process starts with CDK_TMPDIR as TMPDIR)
@@ -104,8 +114,10 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """Remove `CDK_TMPDIR`, with the assemblies the session's Apps wrote there."""
-    shutil.rmtree(CDK_TMPDIR, ignore_errors=True)
+    """In the process that started the session, remove its `CDK_TMPDIR` folders (its
+    workers', once they are done), with the assemblies the session's Apps wrote there."""
+    if SESSION_CDK_TMPDIR is not None:
+        shutil.rmtree(SESSION_CDK_TMPDIR, ignore_errors=True)
 
 
 PAIR = "pair"
