@@ -82,15 +82,23 @@ def witness_marks(world: World, table: str) -> list[str]:
     return sorted(w for name, w in marks if name == table and w.startswith(MISSING_MARK))
 
 
+def gsi_just_added(world: World) -> str:
+    """A table created a day ago, its provisioned capacity published, with a GSI just added
+    to it, none of whose provisioned capacity is published yet (both idle); and a busy table
+    whose minutes are delivered (`on_time`). Returns the first's name."""
+    table = world.table("indexed", 200, 200, gsi=(100, 100), witness=False)
+    published(world, table)
+    described(world, table, CreationDateTime=world.now - DAY)
+    on_time(world)
+    return table
+
+
 def test_a_gsi_added_to_an_older_table_is_held_and_counted_only_after_an_hour(
     world: World,
 ) -> None:
     # GIVEN a table created a day ago, its provisioned capacity published, and a GSI just
     # added to it: idle, and none of its provisioned capacity published yet
-    table = world.table("indexed", 200, 200, gsi=(100, 100), witness=False)
-    published(world, table)
-    described(world, table, CreationDateTime=world.now - DAY)
-    on_time(world)
+    table = gsi_just_added(world)
     # WHEN a tick runs
     summary, lines = world.tick(SCALER_MODE="reactive")
     # THEN the table is lowered, its witness delivered; the GSI keeps its capacity
@@ -266,10 +274,7 @@ def test_a_marker_that_cannot_be_written_fails_the_table_and_counts_the_stall(
 ) -> None:
     # GIVEN the GSI of an older table not published yet, and the state store refusing the
     # marker of it
-    table = world.table("indexed", 200, 200, gsi=(100, 100), witness=False)
-    published(world, table)
-    described(world, table, CreationDateTime=world.now - DAY)
-    on_time(world)
+    table = gsi_just_added(world)
     fail_before(
         world.store_ddb,
         "UpdateItem",
@@ -318,10 +323,7 @@ def test_markers_are_read_as_untrusted_and_of_this_provisioning_only() -> None:
 
 def test_a_dry_run_keeps_no_marker_and_counts_a_witness_never_published(world: World) -> None:
     # GIVEN the GSI of an older table not published yet
-    table = world.table("indexed", 200, 200, gsi=(100, 100), witness=False)
-    published(world, table)
-    described(world, table, CreationDateTime=world.now - DAY)
-    on_time(world)
+    table = gsi_just_added(world)
     # WHEN a dry run ticks
     _, lines = world.tick(SCALER_MODE="reactive", SCALER_DRY_RUN="true")
     # THEN it writes no marker, so since when the witness is missing is not known: the

@@ -104,6 +104,12 @@ def witness_start(now: datetime) -> datetime:
     return step_start(now, 1) - WITNESS_MINUTES * MINUTE
 
 
+def is_recent(newest: datetime | None, now: datetime) -> bool:
+    """Whether a witness whose newest datapoint has timestamp ``newest`` (None: none) has
+    one recent enough at ``now`` to count (`witness_start`)."""
+    return newest is not None and utc(newest) >= witness_start(now)
+
+
 def decided_from(now: datetime, config: ScalerConfig) -> datetime:
     """The start of the minutes a decrease at ``now`` is decided on, once a stopped metric
     stream's newest minutes are left out as still arriving: the scale-down window's (all
@@ -150,7 +156,7 @@ def verdict(
     is new)."""
     if newest is None:
         return Verdict.NEW if is_new(began, now) or is_new(missing, now) else Verdict.STALLED
-    if utc(newest) < witness_start(now):
+    if not is_recent(newest, now):
         return Verdict.STALLED
     if utc(newest) + WITNESS_PERIOD_MINUTES * MINUTE <= since:
         return Verdict.AWAITED

@@ -25,12 +25,12 @@ from ..core.delivery import (
     hold_unwitnessed,
     idle_decreases,
     idle_minutes,
+    is_recent,
     missing_mark,
     missing_marks,
     missing_since,
     provisioned_newest,
     verdict,
-    witness_start,
 )
 from ..core.floorplan import FloorPlan
 from ..core.outcomes import Status, change_row
@@ -72,7 +72,7 @@ def verdict_of(t: TickState, table: ManagedTable, key: Key) -> tuple[Verdict, st
                 newest_of(t, table, r, key),
                 t.now,
                 since,
-                table.began if r is None else None,  # the table's times here, not there
+                began_in(table, r),
                 t.missing.get((r, key)),
             ),
             r,
@@ -88,8 +88,14 @@ def newest_of(t: TickState, table: ManagedTable, region: str | None, key: Key) -
     """The newest datapoint of ``key``'s witness read in ``region`` this tick, of the
     table's provisioning (`core.delivery.provisioned_newest`; another Region's as read:
     the table's times here say nothing of its replica there); None: none."""
-    newest = t.witnesses.get((region, key))
-    return newest if region is not None else provisioned_newest(newest, table.began, t.now)
+    return provisioned_newest(t.witnesses.get((region, key)), began_in(table, region), t.now)
+
+
+def began_in(table: ManagedTable, region: str | None) -> datetime | None:
+    """When ``table`` last began to be provisioned, as its witness in ``region`` (None: this
+    one) may know it: this Region's time; another's is not known (the table's times here say
+    nothing of its replica there)."""
+    return table.began if region is None else None
 
 
 def planned_table(
@@ -171,9 +177,8 @@ def keep_missing(t: TickState, tables: list[ManagedTable]) -> None:
     for region, key in list(t.witnesses):
         found = missing_marks(marks.get(key[0], ()), region, key)
         newest = newest_of(t, named[key[0]], region, key)
-        recent = newest is not None and newest >= witness_start(t.now)
-        began = named[key[0]].began if region is None else None
-        since = None if recent else missing_since(found, began, t.now)
+        recent = is_recent(newest, t.now)
+        since = None if recent else missing_since(found, began_in(named[key[0]], region), t.now)
         if not t.config.dry_run:
             try:
                 since = _mark_missing(t, region, key, found, since, newest, recent)
