@@ -1,8 +1,8 @@
 """The scaler function's asset size, zipped as the CDK zips it, measured in one run.
 
-Stages the scaler's asset as the constructs stage it (`constructs_pkg.runtime.staged_asset`:
+Stages the scaler's asset as the constructs stage it (`constructs_pkg.common._runtime.staged_asset`:
 the run-time modules its handler imports, docstrings and comments stripped, the modules of
-`constructs_pkg.runtime.COMPILED_MODULES` with their bytecode) and zips it with deflate, as
+`constructs_pkg.common._runtime.COMPILED_MODULES` with their bytecode) and zips it with deflate, as
 ``tests/test_assets.py`` does. Printed: the asset zipped, its source alone zipped, the
 bytecode it holds (unzipped), and the whole run-time package's source zipped (what every
 function would carry without the per-handler assets).
@@ -17,7 +17,7 @@ import io
 import zipfile
 from pathlib import Path
 
-from constructs_pkg.runtime import RUNTIME_PACKAGE, staged_asset
+from constructs_pkg.common._runtime import RUNTIME_PACKAGE, staged_asset
 
 SCALER = "ddb_capacity_runtime.scaler.handler.lambda_handler"
 

@@ -53,7 +53,7 @@ from pathlib import Path  # noqa: E402
 import boto3  # noqa: E402
 
 import ddb_capacity_runtime  # noqa: E402
-from constructs_pkg.runtime import staged_asset  # noqa: E402
+from constructs_pkg.common._runtime import staged_asset  # noqa: E402
 
 SCALER = "ddb_capacity_runtime.scaler.handler.lambda_handler"
 #: The installed run-time package, as the constructs find it (`runtime.RUNTIME_PACKAGE`).

@@ -7,83 +7,65 @@ Everything here is synth-time and loads the CDK. What runs in AWS Lambda and in 
 `ddb_capacity_tools`. Neither of those imports this package.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ddb_capacity_runtime import __version__
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.schedule.entries import EVERY_DAY, WEEKDAYS, ScheduleEntry, ScheduleError
 from ddb_capacity_runtime.schedule.expressions import cron
 
-# The constructs load the CDK (seconds of jsii); each module is imported when one of its
-# names is first used, so an app that uses the table and the scaler does not pay for the rest.
+from ._exports import lazy_exports
+
+# Each feature is imported when one of its names is first used (_exports.lazy_exports).
 _LAZY = {
-    "AlarmOptions": "alarms",
-    "DEFAULT_TABLE_QUOTA": "capacity",
-    "DEFAULT_TARGET_UTILIZATION": "capacity",
-    "Capacity": "capacity",
-    "PrewarmMethod": "capacity",
-    "CapacityRequests": "capacity_requests",
-    "FastPath": "fast_path",
-    "acknowledge": "compliance",
-    "apply_nag_packs": "compliance",
-    "skip_checkov": "compliance",
-    "FleetAdvisor": "fleet_advisor",
-    "GlobalTableCapacity": "global_table",
-    "HighWaterMark": "global_table",
-    "ReservedCapacity": "props",
-    "Replica": "replica_table",
-    "DEFAULT_SCALABLE_TARGET_QUOTA": "quota",
-    "ScalableTargetQuota": "quota",
-    "FunctionOptions": "function_options",
-    "ThrottleAwareScaler": "scaler",
-    "StreamSignal": "stream_signal",
-    "ProvisionedTable": "provisioned_table",
-    "TableCapacity": "table",
-    "NightlyTuning": "tuning",
+    "AlarmOptions": ".common",
+    "DEFAULT_TABLE_QUOTA": ".table",
+    "DEFAULT_TARGET_UTILIZATION": ".table",
+    "Capacity": ".table",
+    "PrewarmMethod": ".table",
+    "CapacityRequests": ".requests",
+    "FastPath": ".fast_path",
+    "acknowledge": ".common",
+    "apply_nag_packs": ".common",
+    "skip_checkov": ".common",
+    "FleetAdvisor": ".fleet",
+    "GlobalTableCapacity": ".global_tables",
+    "HighWaterMark": ".global_tables",
+    "ReservedCapacity": ".scaler",
+    "Replica": ".global_tables",
+    "DEFAULT_SCALABLE_TARGET_QUOTA": ".table",
+    "ScalableTargetQuota": ".table",
+    "FunctionOptions": ".common",
+    "ThrottleAwareScaler": ".scaler",
+    "StreamSignal": ".fast_path",
+    "ProvisionedTable": ".table",
+    "TableCapacity": ".table",
+    "NightlyTuning": ".fleet",
     "UNBOUNDED": "ddb_capacity_runtime.core.surge",
 }
 
 if TYPE_CHECKING:
     from ddb_capacity_runtime.core.surge import UNBOUNDED
 
-    from .alarms import AlarmOptions
-    from .capacity import (
+    from .common import AlarmOptions, FunctionOptions, acknowledge, apply_nag_packs, skip_checkov
+    from .fast_path import FastPath, StreamSignal
+    from .fleet import FleetAdvisor, NightlyTuning
+    from .global_tables import GlobalTableCapacity, HighWaterMark, Replica
+    from .requests import CapacityRequests
+    from .scaler import ReservedCapacity, ThrottleAwareScaler
+    from .table import (
+        DEFAULT_SCALABLE_TARGET_QUOTA,
         DEFAULT_TABLE_QUOTA,
         DEFAULT_TARGET_UTILIZATION,
         Capacity,
         PrewarmMethod,
+        ProvisionedTable,
+        ScalableTargetQuota,
+        TableCapacity,
     )
-    from .capacity_requests import CapacityRequests
-    from .compliance import acknowledge, apply_nag_packs, skip_checkov
-    from .fast_path import FastPath
-    from .fleet_advisor import FleetAdvisor
-    from .function_options import FunctionOptions
-    from .global_table import GlobalTableCapacity, HighWaterMark
-    from .props import ReservedCapacity
-    from .provisioned_table import ProvisionedTable
-    from .quota import DEFAULT_SCALABLE_TARGET_QUOTA, ScalableTargetQuota
-    from .replica_table import Replica
-    from .scaler import ThrottleAwareScaler
-    from .stream_signal import StreamSignal
-    from .table import TableCapacity
-    from .tuning import NightlyTuning
 
 
-def __getattr__(name: str) -> Any:
-    """The construct-side name ``name``, its module imported on first use."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    path = module if "." in module else f".{module}"  # a run-time module, or one of ours
-    value = getattr(importlib.import_module(path, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
-
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
 __all__ = [
     "AlarmOptions",

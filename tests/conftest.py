@@ -33,6 +33,7 @@ from ddb_capacity_tools import local_aws
 from ddb_capacity_tools.local_aws import ACCOUNT, REGION
 from ddb_capacity_tools.simulator import ensemble
 from tests.hypothesis_profiles import load_profile
+from tests.support.shape import long_modules
 
 #: The temporary folder of aws-cdk-lib's Node process (the jsii runtime, which the import of
 #: aws_cdk below starts with this environment; nothing imported above starts it): an App given
@@ -111,6 +112,15 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             super()._assign_work_unit(node)
 
     return ByModule(config, log)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The modules over the advisory caps (tests/support/shape.py), reported, never failed."""
+    too_long = long_modules()
+    if too_long:
+        terminalreporter.write_sep("-", "modules over the advisory length caps")
+        for line in too_long:
+            terminalreporter.write_line(line)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

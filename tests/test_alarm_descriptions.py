@@ -26,7 +26,7 @@ from constructs_pkg import (
     ProvisionedTable,
     ThrottleAwareScaler,
 )
-from constructs_pkg.alarms import DESCRIPTION_LIMIT, AlarmSet, AlarmSpec, metric, says
+from constructs_pkg.common._alarms import DESCRIPTION_LIMIT, AlarmSet, AlarmSpec, metric, says
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 
 ROOT = Path(__file__).resolve().parents[1]

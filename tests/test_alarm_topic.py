@@ -15,15 +15,15 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Annotations, Match, Template
 
-from constructs_pkg.alarm_sink import SHARED_ALARMS_ID
-from constructs_pkg.capacity import Capacity, PrewarmMethod
-from constructs_pkg.capacity_requests import CapacityRequests
-from constructs_pkg.fast_path import FastPath
-from constructs_pkg.fleet_advisor import FleetAdvisor
-from constructs_pkg.global_table import GlobalTableCapacity, HighWaterMark
-from constructs_pkg.provisioned_table import ProvisionedTable
-from constructs_pkg.scaler import ThrottleAwareScaler
-from constructs_pkg.tuning import NightlyTuning
+from constructs_pkg.common._alarm_sink import SHARED_ALARMS_ID
+from constructs_pkg.fast_path._fast_path import FastPath
+from constructs_pkg.fleet._advisor import FleetAdvisor
+from constructs_pkg.fleet._tuning import NightlyTuning
+from constructs_pkg.global_tables._global_table import GlobalTableCapacity, HighWaterMark
+from constructs_pkg.requests._capacity_requests import CapacityRequests
+from constructs_pkg.scaler._scaler import ThrottleAwareScaler
+from constructs_pkg.table._capacity import Capacity, PrewarmMethod
+from constructs_pkg.table._provisioned_table import ProvisionedTable
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 
 

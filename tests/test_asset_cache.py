@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from constructs_pkg import assets
-from constructs_pkg.runtime import RUNTIME_PACKAGE
+from constructs_pkg.common import _assets as assets
+from constructs_pkg.common._runtime import RUNTIME_PACKAGE
 
 HANDLER = "ddb_capacity_runtime.requests.restorer.restorer_handler"
 
@@ -74,7 +74,7 @@ def test_a_cache_open_to_others_is_not_used(cache_home: Path, tmp_path: Path) ->
 def test_a_second_process_reuses_the_first_ones_asset(cache_home: Path) -> None:
     code = (
         "import tempfile, sys; tempfile.tempdir = sys.argv[1]; "
-        "from constructs_pkg.runtime import staged_asset; "
+        "from constructs_pkg.common._runtime import staged_asset; "
         f"print(staged_asset({HANDLER!r}))"
     )
 

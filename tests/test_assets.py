@@ -32,8 +32,8 @@ from constructs_pkg import (
     ProvisionedTable,
     ThrottleAwareScaler,
 )
-from constructs_pkg import assets as assets_module
-from constructs_pkg.assets import (
+from constructs_pkg.common import _assets as assets_module
+from constructs_pkg.common._assets import (
     bytecode_path,
     closure,
     handler_closure,
@@ -42,7 +42,7 @@ from constructs_pkg.assets import (
     stripped_source,
     write_bytecode,
 )
-from constructs_pkg.runtime import (
+from constructs_pkg.common._runtime import (
     COMPILED_MODULES,
     FUNCTION_PYTHON,
     StagedCode,
@@ -247,7 +247,7 @@ def test_shipped_bytecode_keeps_the_lines_and_leaves_out_the_columns(
 WRITE_AFTER = """
 import sys
 from pathlib import Path
-from constructs_pkg.assets import write_bytecode
+from constructs_pkg.common._assets import write_bytecode
 {before}
 root = Path(sys.argv[1])
 print(write_bytecode(root, root / sys.argv[2]))
@@ -757,7 +757,7 @@ def test_bytecode_compiled_here_is_never_optimized(tmp_path: Path) -> None:
     script = (
         "import sys, warnings\n"
         "warnings.simplefilter('ignore')\n"
-        "from constructs_pkg.assets import marshalled\n"
+        "from constructs_pkg.common._assets import marshalled\n"
         "sys.executable = ''\n"
         "sys.stdout.buffer.write(marshalled(b'def f():\\n    assert False\\n', 'm.py'))\n"
     )

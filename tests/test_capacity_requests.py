@@ -1186,7 +1186,7 @@ def test_every_state_store_call_is_one_the_roles_may_make(world: World) -> None:
     recorded and checked against the actions the constructs grant on it: the scaler's
     (`STORE_ACTIONS`), and the broker's and the restorer's (`HOLD_STORE_ACTIONS`, no
     delete)."""
-    from constructs_pkg.iam_statements import HOLD_STORE_ACTIONS, STORE_ACTIONS
+    from constructs_pkg.common._iam_statements import HOLD_STORE_ACTIONS, STORE_ACTIONS
 
     calls: dict[str, set[str]] = {"scaler": set(), "requests": set()}
     role = ["requests"]

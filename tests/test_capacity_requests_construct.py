@@ -898,7 +898,7 @@ def test_options_for_what_is_never_made_are_refused(
 
 
 def test_every_alarm_made_takes_its_options(stack: cdk.Stack) -> None:
-    from constructs_pkg.capacity_requests import ALARM_IDS
+    from constructs_pkg.requests._capacity_requests import ALARM_IDS
 
     # GIVEN capacity requests with everything that has alarms
     requests = CapacityRequests(

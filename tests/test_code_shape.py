@@ -11,29 +11,22 @@ from pathlib import Path
 
 import pytest
 
-from constructs_pkg import assets
-from constructs_pkg.assets import module_files
+from constructs_pkg.common import _assets as assets
+from tests.support.shape import (
+    PACKAGES,
+    ROOT,
+    RUNTIME,
+    long_modules,
+    modules,
+)
 
-ROOT = Path(__file__).resolve().parent.parent
-RUNTIME = ROOT / "lambda_src" / "ddb_capacity_runtime"
 PACKAGE = RUNTIME.name
-#: The packages the distribution ships.
-PACKAGES = (ROOT / "constructs_pkg", RUNTIME, ROOT / "lambda_src" / "ddb_capacity_tools")
-#: The longest function (``def`` line to its end).
+#: The longest function (``def`` line to its end): a gate, unlike the modules' advisory caps.
 MAX_FUNCTION_LINES = 60
-#: The longest module of the run-time package and the tools, and of the constructs (aws-cdk's
-#: construct modules are a few hundred lines: one feature each).
-MAX_MODULE_LINES = 800
-MAX_CONSTRUCT_MODULE_LINES = 700
 #: The module names used more than once: each package's ``__init__``, and each Lambda
 #: function's entry point, its package's ``handler`` (the scaler's, the settle step's and the
 #: global tables' replica schedules').
 SHARED_MODULE_NAMES = {"__init__", "handler"}
-
-
-def _modules() -> dict[str, Path]:
-    """Every module of the three packages by dotted name (a package by its own name)."""
-    return module_files(PACKAGES)
 
 
 def import_graph() -> dict[str, set[str]]:
@@ -98,7 +91,7 @@ def _cycle_path(graph: dict[str, set[str]], component: set[str]) -> list[str]:
 def long_functions(limit: int = MAX_FUNCTION_LINES) -> list[str]:
     """``path:line name (N lines)`` of every function of the packages longer than ``limit``."""
     out = []
-    for path in _modules().values():
+    for path in modules().values():
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 lines = (node.end_lineno or node.lineno) - node.lineno + 1
@@ -147,31 +140,9 @@ def test_no_function_over_the_limit() -> None:
     assert not too_long, f"functions over {MAX_FUNCTION_LINES} lines:\n" + "\n".join(too_long)
 
 
-def long_modules(
-    limit: int = MAX_MODULE_LINES, construct_limit: int = MAX_CONSTRUCT_MODULE_LINES
-) -> list[str]:
-    """``path (N lines)`` of every module of the packages longer than its limit:
-    ``construct_limit`` for the constructs, ``limit`` for the others."""
-    out = []
-    for path in _modules().values():
-        lines = len(path.read_text().splitlines())
-        most = construct_limit if path.is_relative_to(PACKAGES[0]) else limit
-        if lines > most:
-            out.append(f"{path.relative_to(ROOT)} ({lines} lines)")
-    return sorted(out)
-
-
-def test_no_module_over_the_limit() -> None:
-    too_long = long_modules()
-    assert not too_long, (
-        f"modules over {MAX_CONSTRUCT_MODULE_LINES} lines (constructs) or "
-        f"{MAX_MODULE_LINES} (the others):\n" + "\n".join(too_long)
-    )
-
-
 def test_the_module_limit_tells_constructs_from_the_rest() -> None:
     # the scaler's construct and the tick's module are both between 300 and 1,000 lines
-    scaler = "constructs_pkg/scaler.py"
+    scaler = "constructs_pkg/scaler/_scaler.py"
     tick = "lambda_src/ddb_capacity_runtime/scaler/tick.py"
     names = [line.split(" (")[0] for line in long_modules(limit=1_000, construct_limit=300)]
     assert scaler in names and tick not in names
@@ -183,24 +154,22 @@ def test_no_two_modules_share_a_name() -> None:
     """A module's name says which one is meant: no two modules of the packages share one,
     but the packages' ``__init__`` and the Lambda entry points' ``handler``."""
     by_name: dict[str, list[str]] = {}
-    for path in _modules().values():
+    for path in modules().values():
         by_name.setdefault(path.stem, []).append(str(path.relative_to(ROOT)))
     shared = {n: p for n, p in by_name.items() if len(p) > 1 and n not in SHARED_MODULE_NAMES}
     assert shared == {}
 
 
-@pytest.mark.parametrize("name", sorted(_modules()))
+@pytest.mark.parametrize("name", sorted(modules()))
 def test_module_docstring_says_where_it_runs(name: str) -> None:
-    path = _modules()[name]
+    path = modules()[name]
     docstring = ast.get_docstring(ast.parse(path.read_text())) or ""
     assert docstring.startswith("Runs in: "), f"{path}: docstring must open with 'Runs in: '"
 
 
-@pytest.mark.parametrize(
-    "name", sorted(n for n, p in _modules().items() if p.name == "__init__.py")
-)
+@pytest.mark.parametrize("name", sorted(n for n, p in modules().items() if p.name == "__init__.py"))
 def test_package_defines_all(name: str) -> None:
-    path = _modules()[name]
+    path = modules()[name]
     tree = ast.parse(path.read_text())
     assigned = {
         t.id
@@ -273,8 +242,8 @@ def _metrics_made(path: Path) -> list[str]:
 def test_every_construct_metric_comes_from_the_one_factory() -> None:
     """The constructs' alarms and ``metric_*`` methods take their metrics from
     ``alarms.metric`` (or aws-cdk-lib's own ``metric_*`` methods), never make one."""
-    made = [m for p in sorted((ROOT / "constructs_pkg").glob("*.py")) for m in _metrics_made(p)]
-    assert [(m.split(":")[0], m.split(" ")[1]) for m in made] == [("alarms.py", "metric")], made
+    made = [m for p in sorted((ROOT / "constructs_pkg").rglob("*.py")) for m in _metrics_made(p)]
+    assert [(m.split(":")[0], m.split(" ")[1]) for m in made] == [("_alarms.py", "metric")], made
 
 
 def _token_questions(path: Path) -> list[str]:
@@ -289,5 +258,7 @@ def _token_questions(path: Path) -> list[str]:
 def test_every_token_question_goes_through_is_token() -> None:
     """The constructs ask "is this a token?" through ``props.is_token``, which answers plain
     values without a round trip to jsii's kernel; only it asks ``Token.is_unresolved``."""
-    asked = [q for p in sorted((ROOT / "constructs_pkg").glob("*.py")) for q in _token_questions(p)]
-    assert [q.split(" ")[0] for q in asked] == ["props.py"], asked
+    asked = [
+        q for p in sorted((ROOT / "constructs_pkg").rglob("*.py")) for q in _token_questions(p)
+    ]
+    assert [q.split(" ")[0] for q in asked] == ["_props.py"], asked

@@ -10,7 +10,7 @@ import pytest
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from constructs_pkg.compliance import acknowledge, apply_nag_packs, skip_checkov
+from constructs_pkg.common._compliance import acknowledge, apply_nag_packs, skip_checkov
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 
 

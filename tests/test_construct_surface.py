@@ -45,17 +45,17 @@ from constructs_pkg import (
     acknowledge,
     apply_nag_packs,
 )
-from constructs_pkg.capacity_requests import FUNCTION_DEFAULTS as REQUEST_FUNCTIONS
-from constructs_pkg.capacity_requests import REQUEST_METRICS
-from constructs_pkg.function_options import (
+from constructs_pkg.common._function_options import (
     DEFAULT_ARCHITECTURE,
     FunctionConfig,
     FunctionDefaults,
     function_configs,
 )
-from constructs_pkg.runtime import ARCHITECTURE
-from constructs_pkg.scaler import FUNCTION_DEFAULTS as SCALER_FUNCTIONS
-from constructs_pkg.scaler import NAMESPACE, SCALER_METRICS
+from constructs_pkg.common._runtime import ARCHITECTURE
+from constructs_pkg.requests._capacity_requests import FUNCTION_DEFAULTS as REQUEST_FUNCTIONS
+from constructs_pkg.requests._capacity_requests import REQUEST_METRICS
+from constructs_pkg.scaler._scaler import FUNCTION_DEFAULTS as SCALER_FUNCTIONS
+from constructs_pkg.scaler._scaler import NAMESPACE, SCALER_METRICS
 from ddb_capacity_runtime.requests.broker import NAMESPACE as BROKER_NAMESPACE
 from ddb_capacity_runtime.requests.client import BROKER_MAX_WAIT
 from ddb_capacity_runtime.scaler.handler import tick_deadline
@@ -965,13 +965,13 @@ def test_the_lazy_lambda_module_is_not_loaded_by_copying_or_probing_it() -> None
 
     code = (
         "import copy, inspect, sys\n"
-        "from constructs_pkg import function_options\n"
+        "from constructs_pkg.common import _function_options as function_options\n"
         "lazy = function_options.lambda_\n"
         "copy.copy(lazy); inspect.unwrap(lazy); hasattr(lazy, '__wrapped__')\n"
         "print('aws_cdk.aws_lambda' in sys.modules)\n"
     )
     assert printed_by_python(code).split()[-1] == "False"
-    from constructs_pkg import function_options
+    from constructs_pkg.common import _function_options as function_options
 
     assert copy.copy(vars(function_options)["lambda_"]).Architecture is lambda_.Architecture
 
@@ -1004,12 +1004,12 @@ def test_the_package_imports_a_construct_module_on_first_use_of_its_names() -> N
         "             or m in ('aws_cdk.aws_stepfunctions', 'aws_cdk.custom_resources')))\n"
     )
     loaded = set(json.loads(printed_by_python(code).replace("'", '"')))
-    assert "constructs_pkg.scaler" in loaded
+    assert "constructs_pkg.scaler._scaler" in loaded
     assert not loaded & {
-        "constructs_pkg.capacity_requests",
-        "constructs_pkg.fleet_advisor",
-        "constructs_pkg.tuning",
-        "constructs_pkg.stream_signal",
+        "constructs_pkg.requests._capacity_requests",
+        "constructs_pkg.fleet._advisor",
+        "constructs_pkg.fleet._tuning",
+        "constructs_pkg.fast_path._stream_signal",
         # a settle's provider alone needs these: large modules, slow to load and to unload
         "aws_cdk.aws_stepfunctions",
         "aws_cdk.custom_resources",

@@ -26,7 +26,7 @@ from constructs_pkg import (
     StreamSignal,
     ThrottleAwareScaler,
 )
-from constructs_pkg.deploy_limits import (
+from constructs_pkg.common._deploy_limits import (
     ENVIRONMENT_LIMIT,
     POLICY_LIMIT,
     UNSEEN,

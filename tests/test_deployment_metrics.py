@@ -16,8 +16,8 @@ from aws_cdk.assertions import Template
 
 import ddb_capacity_runtime
 from constructs_pkg import CapacityRequests, FastPath, ProvisionedTable, ThrottleAwareScaler
-from constructs_pkg.capacity_requests import REQUEST_METRICS
-from constructs_pkg.scaler import SCALER_METRICS
+from constructs_pkg.requests._capacity_requests import REQUEST_METRICS
+from constructs_pkg.scaler._scaler import SCALER_METRICS
 from tests.test_stream_signal_construct import provisioned
 
 NAMESPACE = "DynamoDBCapacity"

@@ -14,7 +14,7 @@ import pytest
 from aws_cdk import aws_dynamodb as dynamodb
 
 from constructs_pkg import Capacity, ProvisionedTable, apply_nag_packs
-from constructs_pkg.compliance import NAG_PACKS, acknowledgment_id
+from constructs_pkg.common._compliance import NAG_PACKS, acknowledgment_id
 from ddb_capacity_tools.summary import render, summarize_assembly
 
 STACKS = {
@@ -79,7 +79,7 @@ def test_every_acknowledgement_is_exact_and_reasoned(assembly: Path) -> None:
 def test_every_function_runs_the_python_the_tests_run_on(assembly: Path) -> None:
     """The code a function runs on Lambda is the code these tests ran: its runtime is this
     interpreter's major.minor (one constant, ``FUNCTION_PYTHON``)."""
-    from constructs_pkg.runtime import FUNCTION_PYTHON
+    from constructs_pkg.common._runtime import FUNCTION_PYTHON
 
     tested = f"python{sys.version_info.major}.{sys.version_info.minor}"
     assert FUNCTION_PYTHON == sys.version_info[:2]

@@ -19,8 +19,8 @@ from aws_cdk import aws_events as events
 from aws_cdk.assertions import Match, Template
 
 from constructs_pkg import apply_nag_packs
-from constructs_pkg.fleet_advisor import FleetAdvisor
-from constructs_pkg.runtime import staged_advisor
+from constructs_pkg.common._runtime import staged_advisor
+from constructs_pkg.fleet._advisor import FleetAdvisor
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_tools.fleet_settings import AdvisorSettings
 

@@ -19,7 +19,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk.assertions import Template
 
 from constructs_pkg import CapacityConfigError, CapacityRequests, FastPath, apply_nag_packs
-from constructs_pkg.runtime import HOOK_WRAPPER, staged_hook_layer
+from constructs_pkg.common._runtime import HOOK_WRAPPER, staged_hook_layer
 from tests.test_capacity_requests_construct import tables
 
 

@@ -139,7 +139,7 @@ def ticked(deployed: Path, moto_endpoint: str) -> dict[str, Any]:
 
 
 def test_scaler_function_is_deployed_as_declared(ticked: dict[str, Any], aws_client: Any) -> None:
-    from constructs_pkg.runtime import function_runtime
+    from constructs_pkg.common._runtime import function_runtime
 
     functions = aws_client("lambda").list_functions()["Functions"]
     (function,) = [f for f in functions if "ScalerFunction" in f["FunctionName"]]

@@ -17,14 +17,14 @@ from aws_cdk import aws_events as events
 from aws_cdk.assertions import Template
 
 from constructs_pkg import apply_nag_packs
-from constructs_pkg.alarms import AlarmOptions
-from constructs_pkg.capacity import Capacity
-from constructs_pkg.compliance import acknowledge
-from constructs_pkg.fleet_advisor import FleetAdvisor
-from constructs_pkg.function_options import FunctionOptions
-from constructs_pkg.provisioned_table import ProvisionedTable
-from constructs_pkg.scaler import ThrottleAwareScaler
-from constructs_pkg.tuning import NightlyTuning
+from constructs_pkg.common._alarms import AlarmOptions
+from constructs_pkg.common._compliance import acknowledge
+from constructs_pkg.common._function_options import FunctionOptions
+from constructs_pkg.fleet._advisor import FleetAdvisor
+from constructs_pkg.fleet._tuning import NightlyTuning
+from constructs_pkg.scaler._scaler import ThrottleAwareScaler
+from constructs_pkg.table._capacity import Capacity
+from constructs_pkg.table._provisioned_table import ProvisionedTable
 from ddb_capacity_tools.tuning_rules import Bounds, TuningSettings
 from tests.test_fleet_advisor import statements_of
 from tests.test_many_accounts import cfn_lint

@@ -14,8 +14,8 @@ import pytest
 
 import constructs_pkg
 import ddb_capacity_runtime
-from constructs_pkg.assets import bytecode_path
-from constructs_pkg.runtime import compiled_modules
+from constructs_pkg.common._assets import bytecode_path
+from constructs_pkg.common._runtime import compiled_modules
 
 ROOT = Path(__file__).resolve().parents[1]
 SCALER = "ddb_capacity_runtime.scaler.handler.lambda_handler"

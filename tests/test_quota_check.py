@@ -18,7 +18,7 @@ from constructs_pkg import (
     ProvisionedTable,
     ScalableTargetQuota,
 )
-from constructs_pkg.quota import WARNING_ID
+from constructs_pkg.table._quota import WARNING_ID
 
 KEY = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
 

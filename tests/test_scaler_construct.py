@@ -23,7 +23,7 @@ from constructs_pkg import (
     ProvisionedTable,
     ThrottleAwareScaler,
 )
-from constructs_pkg.runtime import function_runtime
+from constructs_pkg.common._runtime import function_runtime
 from tests.test_capacity_requests_construct import CHECKS_ALARMS
 
 PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
@@ -1309,7 +1309,7 @@ def test_a_window_in_the_past_too_far_ahead_or_not_a_date_is_refused(
 
 
 def test_the_tag_key_and_the_legacy_window_are_taken_at_their_edges() -> None:
-    from constructs_pkg.scaler_props import checked_legacy_until, checked_tag_key
+    from constructs_pkg.scaler._scaler_props import checked_legacy_until, checked_tag_key
     from ddb_capacity_runtime.core.settings import MAX_LEGACY_STATE_DAYS
 
     assert checked_tag_key("Scaler", "k" * 128) == "k" * 128

@@ -12,7 +12,7 @@ from aws_cdk import App, Stack
 from aws_cdk.assertions import Template
 
 from constructs_pkg import ThrottleAwareScaler
-from constructs_pkg.scaler import MEMORY_MB as SCALER_MEMORY_MB
+from constructs_pkg.scaler._scaler import MEMORY_MB as SCALER_MEMORY_MB
 from ddb_capacity_runtime.aws.metrics import queries
 from ddb_capacity_runtime.core.settings import DEFAULT_TICK_MINUTES
 from ddb_capacity_tools import reserve

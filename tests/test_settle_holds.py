@@ -22,7 +22,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from constructs_pkg.table import _SETTLE_DEFAULTS
+from constructs_pkg.table._table import _SETTLE_DEFAULTS
 from ddb_capacity_runtime.aws.clients import (
     call_bound,
     settle_autoscaling_client,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from constructs_pkg.stream_signal import READER_MEMORY_MB
+from constructs_pkg.fast_path._stream_signal import READER_MEMORY_MB
 from ddb_capacity_runtime.core.stream import ACCURACY
 from ddb_capacity_tools.simulator.prices import Prices
 from ddb_capacity_tools.stream_cost import MEMORY_MB, monthly_stream_cost

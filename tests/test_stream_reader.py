@@ -297,7 +297,7 @@ def test_every_state_store_call_is_one_the_stream_readers_role_may_make(world: W
     """dynalite checks no IAM: the calls two shards' batches make on the state store (their
     counters, the combiner, the surge's lease and hold) are recorded and checked against
     what the construct grants the reader (`SIGNALS_STORE_ACTIONS`)."""
-    from constructs_pkg.fast_path import SIGNALS_STORE_ACTIONS
+    from constructs_pkg.fast_path._fast_path import SIGNALS_STORE_ACTIONS
 
     calls: set[str] = set()
 

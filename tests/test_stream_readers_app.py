@@ -9,9 +9,9 @@ import pytest
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 
-from constructs_pkg.capacity_requests import CapacityRequests
-from constructs_pkg.fast_path import FastPath
-from constructs_pkg.stream_signal import StreamSignal
+from constructs_pkg.fast_path._fast_path import FastPath
+from constructs_pkg.fast_path._stream_signal import StreamSignal
+from constructs_pkg.requests._capacity_requests import CapacityRequests
 from tests.test_stream_signal_construct import with_stream
 
 

@@ -966,7 +966,7 @@ def test_a_table_being_updated_fails_the_surge_unless_it_is_ours(
 def test_every_state_store_call_is_one_the_signals_role_may_make(world: World) -> None:
     """dynalite checks no IAM: the calls a surge, its renewal and its refusal make on the
     state store are recorded and checked against what the construct grants the function."""
-    from constructs_pkg.fast_path import SIGNALS_STORE_ACTIONS
+    from constructs_pkg.fast_path._fast_path import SIGNALS_STORE_ACTIONS
 
     calls: set[str] = set()
 

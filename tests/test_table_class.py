@@ -29,7 +29,7 @@ from constructs_pkg import (
     ProvisionedTable,
     ThrottleAwareScaler,
 )
-from constructs_pkg.stream_signal import VIEW_TYPE
+from constructs_pkg.fast_path._stream_signal import VIEW_TYPE
 from ddb_capacity_tools.advise import Size, table_size
 from ddb_capacity_tools.simulator import ModelParams
 from ddb_capacity_tools.simulator.candidates import CANDIDATES, spec_of, split_prewarm

@@ -11,8 +11,8 @@ from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Match, Template
 
 from constructs_pkg import Capacity, PrewarmMethod, ProvisionedTable
-from constructs_pkg.runtime import function_runtime
-from constructs_pkg.table import PREWARM_TAG
+from constructs_pkg.common._runtime import function_runtime
+from constructs_pkg.table._table import PREWARM_TAG
 
 PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
 SK = dynamodb.Attribute(name="sk", type=dynamodb.AttributeType.NUMBER)

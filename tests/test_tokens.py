@@ -16,8 +16,8 @@ from aws_cdk import Aws, Duration, Lazy, Token
 from hypothesis import given
 from hypothesis import strategies as st
 
-from constructs_pkg import props
-from constructs_pkg.props import is_token
+from constructs_pkg.common import _props as props
+from constructs_pkg.common._props import is_token
 
 
 @jsii.implements(cdk.IStableStringProducer)

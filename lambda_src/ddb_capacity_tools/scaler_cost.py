@@ -60,7 +60,7 @@ TICK_SECONDS = 1.0
 """An invocation's time for one table: a handful of AWS calls, each tens of milliseconds in the
 Region, and Python's own (at a tick every 2 minutes the function mostly stays warm)."""
 MEMORY_MB = 256
-"""The scaler's memory (``constructs_pkg.scaler.MEMORY_MB``)."""
+"""The scaler's memory (``constructs_pkg.scaler._scaler.MEMORY_MB``)."""
 TICK_MINUTES = DEFAULT_TICK_MINUTES
 """The construct's default tick."""
 

@@ -41,7 +41,7 @@ surge's mark (each a few milliseconds in the Region), and Python's own."""
 RECORD_SECONDS = 0.0001
 """The time to read and size one record."""
 MEMORY_MB = 256
-"""The reader's memory (``constructs_pkg.stream_signal.READER_MEMORY_MB``)."""
+"""The reader's memory (``constructs_pkg.fast_path._stream_signal.READER_MEMORY_MB``)."""
 POLLS_PER_SECOND = 4
 """How often Lambda polls a shard when the batching window is 0."""
 

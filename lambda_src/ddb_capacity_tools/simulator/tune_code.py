@@ -19,7 +19,7 @@ from .trace import Trace
 
 STREAM_VIEW = "NEW_AND_OLD_IMAGES"
 """The stream a table read as a signal has (the view type the library turns on for a table it
-makes: `constructs_pkg.stream_signal.VIEW_TYPE`)."""
+makes: `constructs_pkg.fast_path._stream_signal.VIEW_TYPE`)."""
 
 PEAK_HEADROOM = 2
 """The pasted code's maximum is this many times the trace's peak (`bounds_for`)."""

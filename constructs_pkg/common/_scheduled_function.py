@@ -1,0 +1,147 @@
+"""Runs in: CDK app (synth time).
+
+A run-time function run on a schedule by an EventBridge rule: one run at a time, no retries
+of a stale run, failed runs in a dead-letter queue."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from aws_cdk import Duration
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from ._compliance import acknowledge_all, skip_checkov
+from ._function_options import FunctionConfig
+from ._runtime import runtime_function
+
+
+@dataclass(frozen=True)
+class ScheduledFunction:
+    function: lambda_.Function
+    policy: iam.ManagedPolicy
+    dead_letter_queue: sqs.Queue
+    rule: events.Rule
+
+
+def scheduled_function(
+    scope: Construct,
+    *,
+    handler: str,
+    description: str,
+    config: FunctionConfig,
+    every: Duration,
+    calls: str,
+    environment: Mapping[str, str] | None = None,
+    shared: bool = False,
+) -> ScheduledFunction:
+    """A `runtime_function` run every ``every`` by an EventBridge rule: one run at a
+    time (reserved concurrency 1), no retries of a stale run, and failed runs in a dead-letter
+    queue (SSL only, SQS-managed encryption, 14 days). ``shared``: its policy will be
+    attached to another function's role too (`runtime_function`). ``calls`` names the AWS APIs it
+    reaches, for the acknowledgements of the VPC rules; ``environment``, its environment."""
+    queue = _dead_letter_queue(scope, description)
+    function, policy = runtime_function(
+        scope,
+        "Function",
+        handler=handler,
+        description=description,
+        config=config,
+        environment=dict(environment) if environment else None,
+        own=[dead_letters(queue)],
+        shared=shared,
+    )
+    _configure_failed_runs(scope, function, queue, every)
+    rule = events.Rule(
+        scope,
+        "Schedule",
+        schedule=events.Schedule.rate(every),
+        description=f"Runs the {description}",
+        targets=[
+            targets.LambdaFunction(
+                function, dead_letter_queue=queue, retry_attempts=2, max_event_age=every
+            )
+        ],
+    )
+    acknowledge_control_plane_function(function, calls)
+    return ScheduledFunction(function, policy, queue, rule)
+
+
+def acknowledge_control_plane_function(function: lambda_.Function, calls: str) -> None:
+    """The findings a function that reaches only AWS APIs (``calls`` names them) is
+    acknowledged for: no tracing, no VPC."""
+    reasons = {
+        "Serverless-LambdaTracing": "Each run logs JSON lines (and EMF metrics where it "
+        "publishes any); tracing would add cost and an X-Ray wildcard permission.",
+        **{
+            f"{pack}-LambdaInsideVPC": f"Calls only AWS control-plane APIs ({calls}); it "
+            f"reaches nothing in a VPC."
+            for pack in ("HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321")
+        },
+    }
+    acknowledge_all(function, reasons)
+
+
+def _dead_letter_queue(scope: Construct, description: str) -> sqs.Queue:
+    """Where the failed runs of a scheduled function go (child ``DeadLetterQueue``)."""
+    queue = sqs.Queue(
+        scope,
+        "DeadLetterQueue",
+        enforce_ssl=True,
+        encryption=sqs.QueueEncryption.SQS_MANAGED,
+        retention_period=Duration.days(14),
+    )
+    skip_checkov(
+        queue,
+        "CKV_AWS_27",
+        "Encrypted at rest with SQS-managed keys (SSE-SQS); it holds failed schedule "
+        "events, which name no data, so a KMS key ($1 a month) would protect nothing more.",
+    )
+    acknowledge_all(
+        queue,
+        dict.fromkeys(
+            ("AwsSolutions-SQS3", "Serverless-SQSRedrivePolicy"),
+            f"This queue is itself the dead-letter queue of the {description}'s "
+            f"schedule and of its asynchronous invocations; nothing is behind it.",
+        ),
+    )
+    return queue
+
+
+def _configure_failed_runs(
+    scope: Construct, function: lambda_.Function, queue: sqs.Queue, every: Duration
+) -> None:
+    """One run at a time; a failed run goes to ``queue`` (a DLQ and an on-failure
+    destination), never retried once a newer run is due. The function is let send to the
+    queue by `dead_letters`, given to `runtime_function` as its ``own``."""
+    cfn_function = function.node.default_child
+    assert isinstance(cfn_function, lambda_.CfnFunction)
+    cfn_function.reserved_concurrent_executions = 1  # runs never overlap
+    # Failed runs go to the queue (a DLQ and an on-failure destination); the permission
+    # (DeadLetters) lives in the function's managed policy rather than an inline role policy.
+    cfn_function.dead_letter_config = lambda_.CfnFunction.DeadLetterConfigProperty(
+        target_arn=queue.queue_arn
+    )
+    lambda_.CfnEventInvokeConfig(
+        scope,
+        "AsyncInvokeConfig",
+        function_name=function.function_name,
+        qualifier="$LATEST",
+        maximum_retry_attempts=0,
+        maximum_event_age_in_seconds=int(every.to_seconds()),
+        destination_config=lambda_.CfnEventInvokeConfig.DestinationConfigProperty(
+            on_failure=lambda_.CfnEventInvokeConfig.OnFailureProperty(destination=queue.queue_arn)
+        ),
+    )
+
+
+def dead_letters(queue: sqs.Queue) -> iam.PolicyStatement:
+    """Sending failed runs to ``queue``."""
+    return iam.PolicyStatement(
+        sid="DeadLetters", actions=["sqs:SendMessage"], resources=[queue.queue_arn]
+    )

@@ -1,0 +1,20 @@
+"""Runs in: CDK app (synth time).
+
+Capacity requests for work about to start: the broker, the hold store, the workers'
+grants and the restorer (`CapacityRequests`).
+"""
+
+from typing import TYPE_CHECKING
+
+from .._exports import lazy_exports
+
+_LAZY = {
+    "CapacityRequests": "._capacity_requests",
+}
+
+if TYPE_CHECKING:
+    from ._capacity_requests import CapacityRequests
+
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
+
+__all__ = ["CapacityRequests"]

@@ -1,0 +1,281 @@
+"""Runs in: CDK app (synth time).
+
+The checks of [`CapacityRequests`][constructs_pkg.requests.CapacityRequests]: its
+props (each refusal naming the prop, the value received and what is allowed; ``where``
+names the construct), each table listed once (`add_once`), and, once the app is built, that
+every scaler managing one of its tables is connected to it and that no other
+CapacityRequests serves one of them (`ConnectedScalers`); and, before the templates are made,
+that the settle step of each table it serves reads its holds (`HoldReaders`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import jsii
+from aws_cdk import Duration, IAspect
+from aws_cdk import aws_dynamodb as dynamodb
+from constructs import Construct, IConstruct, IValidation
+
+from ddb_capacity_runtime.core.errors import CapacityConfigError
+from ddb_capacity_runtime.core.holds import MAX_HOLD_MINUTES
+from ddb_capacity_runtime.core.validators import is_whole
+
+from ..common._props import duration_prop, known_at_synth
+from ..fast_path._stream_signal import STREAM_ALARM_IDS
+from ..scaler._scaler import ThrottleAwareScaler
+from ..table._parts import table_keys
+from ..table._table import capacity_of
+
+if TYPE_CHECKING:
+    from ..fast_path._fast_path import FastPath
+    from ._capacity_requests import CapacityRequests
+
+
+def total_units(
+    where: str,
+    table_quota: int,
+    max_units: int,
+    max_total_units: int | None,
+    broker_concurrency: int | None,
+) -> int:
+    """The limits checked; returns the holds' total (``max_units`` unless given)."""
+    if not is_whole(max_units, 1, table_quota):
+        raise CapacityConfigError(
+            f"{where}: max_units must be a whole number from 1 to table_quota "
+            f"({table_quota}); got {max_units!r}"
+        )
+    if max_total_units is None:
+        max_total_units = max_units
+    if not is_whole(max_total_units, max_units, table_quota):
+        raise CapacityConfigError(
+            f"{where}: max_total_units must be a whole number from max_units "
+            f"({max_units:,}) to table_quota ({table_quota}); got {max_total_units!r}"
+        )
+    if broker_concurrency is not None and not is_whole(broker_concurrency, 1, 1_000):
+        raise CapacityConfigError(
+            f"{where}: broker_concurrency must be a whole number from 1 to 1000, or "
+            f"None; got {broker_concurrency!r}"
+        )
+    return max_total_units
+
+
+def hold_minutes(where: str, max_hold: Duration) -> int:
+    """``max_hold`` checked; returns it in whole minutes."""
+    duration_prop(where, "max_hold", max_hold, Duration.seconds(0))  # range: below
+    known_at_synth(
+        where,
+        "max_hold",
+        max_hold,
+        "the functions are configured with its minutes",
+        "whole minutes from 1 minute to 24 hours",
+    )
+    hold_seconds = max_hold.to_seconds()
+    minutes = hold_seconds / 60
+    if not 1 <= minutes <= MAX_HOLD_MINUTES or hold_seconds % 60:
+        raise CapacityConfigError(
+            f"{where}: max_hold must be whole minutes from 1 minute to 24 hours; got "
+            f"{max_hold.to_human_string()}"
+        )
+    return int(minutes)
+
+
+def check_restore_every(where: str, restore_every: Duration | None) -> None:
+    """``restore_every`` checked: whole minutes from 1 to 60, or None (no restorer)."""
+    duration_prop(where, "restore_every", restore_every, Duration.seconds(0), optional=True)
+    if restore_every is not None:
+        seconds = restore_every.to_seconds()
+        if seconds % 60 or not 60 <= seconds <= 3600:
+            raise CapacityConfigError(
+                f"{where}: restore_every must be whole minutes from 1 to 60, or None; got "
+                f"{restore_every.to_human_string()}"
+            )
+
+
+def add_once(
+    where: str, keys: dict[tuple[str, str], str], table: dynamodb.ITable, label: str
+) -> None:
+    """``table``'s keys (`table_keys`) added to ``keys``, to its ``label``; a table listed
+    already (the same construct, or an import of the same name in the stack) refused."""
+    mine = table_keys(table)
+    if mine[0] in keys:
+        raise CapacityConfigError(
+            f"{where}: tables lists table {keys[mine[0]]} twice; list each table once"
+        )
+    first = next((keys[k] for k in mine if k in keys), None)
+    if first is not None:
+        raise CapacityConfigError(
+            f"{where}: tables lists {first} and {label}, which are one table (named "
+            f"{mine[-1][1]!r} in stack {mine[-1][0]}); list each table once"
+        )
+    keys.update(dict.fromkeys(mine, label))
+
+
+def shared_tables(requests: CapacityRequests, kind: type[Any]) -> list[str]:
+    """A table ``requests`` serve that other CapacityRequests (``kind``) of the app serve
+    too (`table_keys`): each keeps its holds in its own store, so neither sees the other's,
+    and the release of a hold in one lowers the table under a hold of the other. Told
+    once, by the CapacityRequests made first."""
+    every = [x for x in requests.node.root.node.find_all() if isinstance(x, kind)]
+    mine = requests._table_keys
+    errors = []
+    for other in every[every.index(requests) + 1 :]:
+        for label in sorted({mine[k] for k in mine.keys() & other._table_keys}):
+            errors.append(
+                f"{requests._where}: serves table {label}, which CapacityRequests "
+                f"{other.node.path} serves too; a table has one CapacityRequests (each keeps "
+                "its own hold store, so neither sees the other's holds, and a release in one "
+                "lowers the table under the other's hold): serve it from one"
+            )
+    return errors
+
+
+def unused_options(
+    requests: CapacityRequests,
+    fast_path: FastPath | None,
+    alarms: Sequence[str],
+    function_options: object,
+) -> None:
+    """Options for an alarm (``alarms``: those no alarm was made for) or a function these
+    props never make refused, naming the option and why it is not made."""
+    made = {
+        "Broker": requests.broker,
+        "Restorer": requests.restorer,
+        "Signals": requests.signals,
+        "StreamReader": requests.stream_reader,
+    }
+    given = function_options if isinstance(function_options, Mapping) else {}
+    unused = [(f"alarm_options[{a!r}] configures an alarm", a) for a in alarms] + [
+        (f"function_options[{f!r}] configures a function", f) for f in given if not made.get(f)
+    ]
+    if unused:
+        option, name = unused[0]
+        raise CapacityConfigError(
+            f"{requests._where}: {option} these props never make: "
+            f"{_never_made(name, fast_path)}; remove it"
+        )
+
+
+def _never_made(name: str, fast_path: FastPath | None) -> str:
+    """Why the alarm or function ``name`` is not made."""
+    if name in ("Restorer", "RestorerErrors"):
+        return "restore_every=None leaves the restorer out"
+    if name == "HoldsBusy":
+        return "restore_every=None leaves the restorer out, and there is no fast path"
+    if fast_path is None:
+        return "there is no fast path (fast_path=None)"
+    if name == "SurgeUnits":
+        return "FastPath(surge_alarm_units=None) leaves that alarm out"
+    if name == "StreamReader" or name in STREAM_ALARM_IDS:
+        return "the fast path has no stream signal (FastPath(stream=None))"
+    return "it is not made with these props"
+
+
+def store_of(scaler: ThrottleAwareScaler) -> str:
+    """Where ``scaler`` keeps its state, in words."""
+    store = scaler.state_store
+    owner = store.node.scope
+    if owner is not None and getattr(owner, "hold_store", None) is store:
+        return f"the hold store of CapacityRequests {owner.node.path}"
+    return store.node.path
+
+
+def app_scalers(scope: Construct) -> list[ThrottleAwareScaler]:
+    """Every ThrottleAwareScaler of ``scope``'s app."""
+    return [s for s in scope.node.root.node.find_all() if isinstance(s, ThrottleAwareScaler)]
+
+
+def unconnected_scalers(
+    requests: CapacityRequests, scalers: Sequence[ThrottleAwareScaler]
+) -> list[str]:
+    """Every one of the app's ``scalers`` that manages one of ``requests``' tables
+    explicitly but keeps its state elsewhere: it would take a hold's raised minimum for an
+    operator's change and keep it as the configured minimum."""
+    errors = []
+    for scaler in scalers:
+        if scaler.state_store is requests.hold_store:
+            continue
+        shared = [
+            (owner or table).node.path
+            for table, owner, _ in requests._indexes
+            if any(table is managed for managed in scaler.tables)
+        ]
+        if not shared:
+            continue
+        what = f"{'table' if len(shared) == 1 else 'tables'} {', '.join(shared)}"
+        if scaler.state_store.node.scope is scaler:
+            fix = "connect it: requests.connect(scaler)"
+        else:
+            fix = (
+                f"it keeps its state in {store_of(scaler)}, and a scaler can be "
+                f"connected to one CapacityRequests only: serve {what} from that one"
+            )
+        errors.append(
+            f"{requests._where}: ThrottleAwareScaler {scaler.node.path} manages {what}, "
+            f"which these requests serve too, but is not connected to them, so it would "
+            f"take a hold's raised minimum for the configured minimum and keep it; {fix}"
+        )
+    return errors
+
+
+def unended_holds(requests: CapacityRequests, scalers: Sequence[ThrottleAwareScaler]) -> list[str]:
+    """With no restorer, one of the app's ``scalers`` connected to ``requests`` and not a dry
+    run must end the holds that expire unreleased (a worker that died) and the fast path's
+    surges: else nothing ends them, and the capacity they raised stays, paid for."""
+    if requests.restorer is not None:
+        return []
+    connected = [s for s in scalers if s.state_store is requests.hold_store]
+    if any(not scaler.dry_run for scaler in connected):
+        return []
+    what = "restore_every=None" if requests.signals is None else "fast_path with restore_every=None"
+    ended = "expired holds" if requests.signals is None else "expired holds and its surges"
+    found = (
+        "each one connected is a dry run, which changes nothing"
+        if connected
+        else "none is connected"
+    )
+    return [
+        f"{requests._where}: {what} needs a connected ThrottleAwareScaler to end {ended}, "
+        f"and {found}: nothing would end a hold its worker never released; keep the "
+        f"restorer (restore_every) or connect a scaler: requests.connect(scaler)"
+    ]
+
+
+@jsii.implements(IValidation)
+class ConnectedScalers:
+    """At synth, once ``connect`` has had its chance: no other CapacityRequests (``kind``)
+    serves a table of ``requests``, every scaler that manages one of the tables of
+    ``requests`` explicitly keeps its state in its hold store, and requests without a
+    restorer have a connected scaler to end their expired holds and surges."""
+
+    def __init__(self, requests: CapacityRequests, kind: type[Any]) -> None:
+        self._requests = requests
+        self._kind = kind
+
+    def validate(self) -> list[str]:
+        scalers = app_scalers(self._requests)
+        return (
+            shared_tables(self._requests, self._kind)
+            + unconnected_scalers(self._requests, scalers)
+            + unended_holds(self._requests, scalers)
+        )
+
+
+@jsii.implements(IAspect)
+class HoldReaders:
+    """Once the app is built (an aspect of ``requests``, before the templates are made): the
+    settle step of each table ``requests`` serve as the plain table (an ``ITable``, not its
+    ``TableCapacity``) reads their hold store too, whichever of the two was made first: the
+    ``TableCapacity`` that manages the table is found by the table (`capacity_of`). A table
+    served through its ``TableCapacity`` is told when the requests are made."""
+
+    def __init__(self, requests: CapacityRequests) -> None:
+        self._requests = requests
+
+    def visit(self, node: IConstruct) -> None:
+        if node is not self._requests:
+            return
+        for table, owner, _ in self._requests._indexes:
+            found = capacity_of(self._requests, table) if owner is None else None
+            if found is not None:
+                found._read_holds(self._requests.hold_store)

@@ -1,0 +1,23 @@
+"""Runs in: CDK app (synth time).
+
+The throttle-aware scaler: its function, its tables, IAM, metrics and alarms
+(`ThrottleAwareScaler`), and the reserved capacity its decreases keep to
+(`ReservedCapacity`).
+"""
+
+from typing import TYPE_CHECKING
+
+from .._exports import lazy_exports
+
+_LAZY = {
+    "ReservedCapacity": "..common._props",
+    "ThrottleAwareScaler": "._scaler",
+}
+
+if TYPE_CHECKING:
+    from ..common._props import ReservedCapacity
+    from ._scaler import ThrottleAwareScaler
+
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
+
+__all__ = ["ReservedCapacity", "ThrottleAwareScaler"]
