@@ -86,11 +86,11 @@ def test_mkdocs_build_strict_passes(site: Path) -> None:
 def test_the_reference_is_generated_from_the_docstrings(site: Path) -> None:
     expected = {
         "constructs": [
-            "constructs_pkg.table._provisioned_table.ProvisionedTable",
-            "constructs_pkg.table._table.TableCapacity",
-            "constructs_pkg.table._capacity.Capacity",
-            "constructs_pkg.scaler._scaler.ThrottleAwareScaler",
-            "constructs_pkg.requests._capacity_requests.CapacityRequests",
+            "constructs_pkg.table.ProvisionedTable",
+            "constructs_pkg.table.TableCapacity",
+            "constructs_pkg.table.Capacity",
+            "constructs_pkg.scaler.ThrottleAwareScaler",
+            "constructs_pkg.requests.CapacityRequests",
         ],
         "runtime": [
             "ddb_capacity_runtime.requests.request_capacity",
@@ -237,9 +237,9 @@ def test_the_reference_shows_what_attributes_are(site: Path) -> None:
     each show the text of their docstring under their heading."""
     shown = {
         "constructs": {
-            "constructs_pkg.fast_path._stream_signal.MAX_STREAM_READERS": "readers per shard",
-            "constructs_pkg.scaler._scaler.ThrottleAwareScaler.batches": "None unless sharded",
-            "constructs_pkg.scaler._scaler.DEFAULT_UPDATING_TICKS": "Ticks in a row",
+            "constructs_pkg.table.DEFAULT_TARGET_UTILIZATION": "stock default target",
+            "constructs_pkg.scaler.ThrottleAwareScaler.batches": "None unless sharded",
+            "constructs_pkg.table.DEFAULT_SCALABLE_TARGET_QUOTA": "default quota",
         },
         "runtime": {
             "ddb_capacity_runtime.fast_path.hook.KEEPALIVE_SECONDS": "A busy table",

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TypedDict
 
+import jsii
 from aws_cdk import Duration, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
+from constructs import IValidation
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 from ddb_capacity_runtime.core.reservation import Reservation, reserved_problem
@@ -210,3 +212,15 @@ def whole_prop(where: str, name: str, value: object, low: int, high: int) -> int
             f"{where}: {name}: got {shown(value)}; expected a whole number from {low:,} to {high:,}"
         )
     return value
+
+
+@jsii.implements(IValidation)
+class Checked:
+    """The checks a construct can only make once the app is built (at synth): its own
+    method ``check``, so that what it checks stays the construct's own."""
+
+    def __init__(self, check: Callable[[], list[str]]) -> None:
+        self._check = check
+
+    def validate(self) -> list[str]:
+        return self._check()

@@ -128,6 +128,7 @@ def bound_synthesizer(stack: Stack) -> StackSynthesizer | None:
     if not (cdks_own and isinstance(synthesizer, StackSynthesizer)):
         return None
     try:
+        # aws-cdk-lib's own state (no public way to ask): the stack the synthesizer is bound to
         bound = synthesizer._bound_stack
     except RuntimeError:  # jsii's form of the CDK's error: not bound
         return None

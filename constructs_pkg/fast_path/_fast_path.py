@@ -8,9 +8,8 @@ installation in a function (`instrument_function`). They are made in the scope o
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import jsii
 from aws_cdk import Duration
@@ -40,11 +39,9 @@ from ..common._iam_statements import (
 )
 from ..common._props import duration_prop, is_token, known_at_synth
 from ..common._runtime import HOOK_WRAPPER, hook_layer, hook_runtimes, runtime_function
-from ..requests._requests_alarms import BUSY_EVERY, busy_alarm, signals_alarms
+from ._served import Served
+from ._signals_alarms import BUSY_EVERY, busy_alarm, signals_alarms
 from ._stream_signal import StreamReader, StreamSignal
-
-if TYPE_CHECKING:
-    from ..requests._capacity_requests import CapacityRequests
 
 WRAPPER_ENV = "AWS_LAMBDA_EXEC_WRAPPER"
 """Lambda's setting of the script that starts a function's runtime: one a function."""
@@ -166,34 +163,36 @@ def check_fast_path(
 
 
 class FastPathParts:
-    """The fast path's resources, made in the scope of ``owner`` (a `CapacityRequests`):
+    """The fast path's resources, made in the scope of the requests ``served``:
     the signals function and its policy, and the stream reader with ``stream``; each
     function's environment is ``environment``."""
 
     def __init__(
         self,
-        owner: CapacityRequests,
+        served: Served,
         fast_path: FastPath,
         stream: StreamSignal | None,
         environment: Mapping[str, str],
+        *,
+        restored: bool,
     ) -> None:
-        self._owner = owner
+        self._served = served
         self._environment = environment
         self.signals, self.policy = self._render_signals(fast_path)
-        if owner.restorer is None:  # its surges a table stays busy for alarm all the same
-            busy_alarm(owner, BUSY_EVERY)
+        if not restored:  # its surges a table stays busy for alarm all the same
+            busy_alarm(served, BUSY_EVERY)
         self.stream_reader = self._render_stream_reader(stream)
 
     def _render_signals(self, fast_path: FastPath) -> tuple[lambda_.Function, iam.ManagedPolicy]:
         """The signals function: invoked asynchronously by the reporting processes, never
         retried (a report is stale in a minute), with what a surge needs and no more."""
-        o = self._owner
+        o = self._served
         signals, policy = runtime_function(
-            o,
+            o.scope,
             "Signals",
             handler="ddb_capacity_runtime.fast_path.signals_function.signals_handler",
             description="DynamoDB capacity signals (fast path)",
-            config=o._functions["Signals"],
+            config=o.functions["Signals"],
             environment=dict(self._environment),
             reserved_concurrent_executions=fast_path.concurrency,
         )
@@ -208,7 +207,7 @@ class FastPathParts:
             )
         )
         _acknowledge_signals(signals, fast_path.concurrency)
-        signals_alarms(self._owner, signals, fast_path)
+        signals_alarms(self._served, signals, fast_path.surge_alarm_units)
         return signals, policy
 
     def _render_stream_reader(self, stream: StreamSignal | None) -> StreamReader | None:
@@ -216,16 +215,16 @@ class FastPathParts:
         needs (as the signals function) and reading the streams."""
         if stream is None:
             return None
-        o = self._owner
+        o = self._served
         reader = StreamReader(
-            o,
+            o.scope,
             "StreamReader",
             signal=stream,
-            tables=[(table, owner) for table, owner, _ in o._indexes],
+            tables=[(table, owner) for table, owner, _ in o.indexes],
             environment=dict(self._environment),
-            config=o._functions["StreamReader"],
-            alarms=o._alarm_set,
-            where=o._where,
+            config=o.functions["StreamReader"],
+            alarms=o.alarms,
+            where=o.where,
             count=o.metric,
         )
         self._configure_policy(
@@ -241,7 +240,7 @@ class FastPathParts:
     ) -> None:
         """What a surge needs: its tables' capacity, their items in the hold store, reading
         their scaling and moving their scalable targets' minimums."""
-        o = self._owner
+        o = self._served
         policy.add_statements(
             iam.PolicyStatement(
                 sid="HoldTables",
@@ -263,49 +262,50 @@ class FastPathParts:
             move_minimums_statement("MoveMinimums", TARGET_TAG, [t.table_name for t in o.tables]),
             autoscaling_validation_statement(),
         )
-        o._acknowledge(policy, reads)
+        o.acknowledge(policy, reads)
 
 
-def signals_of(owner: CapacityRequests, method: str) -> lambda_.Function:
-    """The signals function of ``owner``, for its ``method``; refused by name without the
-    fast path."""
-    if owner.signals is None:
+def signals_of(where: str, signals: lambda_.Function | None, method: str) -> lambda_.Function:
+    """The signals function (``signals``) of the CapacityRequests at ``where``, for its
+    ``method``; refused by name without the fast path."""
+    if signals is None:
         raise CapacityConfigError(
-            f"{owner._where}: {method} needs the fast path; pass "
-            f"fast_path=FastPath() to CapacityRequests"
+            f"{where}: {method} needs the fast path; pass fast_path=FastPath() to CapacityRequests"
         )
-    return owner.signals
+    return signals
 
 
 def instrument_function(
-    owner: CapacityRequests,
+    served: Served,
+    signals: lambda_.Function | None,
+    grant_signals: Callable[[lambda_.Function], iam.Grant],
     function: lambda_.Function,
     *,
     tables: Sequence[str] | None = None,
     mode: str = "consumed",
 ) -> iam.Grant:
-    """`CapacityRequests.instrument` of ``owner``: install the fast path's client hook in
-    the Python ``function`` without changing its code: a layer with the run-time package and
-    an exec wrapper (``AWS_LAMBDA_EXEC_WRAPPER``) that installs the hook before the handler
-    is imported, the function granted and told where to report, as
+    """`CapacityRequests.instrument` of the requests ``served``: install the fast path's
+    client hook in the Python ``function`` without changing its code: a layer with the
+    run-time package and an exec wrapper (``AWS_LAMBDA_EXEC_WRAPPER``) that installs the
+    hook before the handler is imported, the function granted and told where to report, as
     `CapacityRequests.grant_signals` does.
     ``tables``: the only tables reported (default: all of the account's in the Region);
     ``mode``: ``consumed`` (the hook asks for the consumed capacity of the requests it
     counts) or ``throttles`` (it changes no request). Needs ``fast_path``."""
-    signals_of(owner, "instrument")
-    _check_function(owner._where, function)
+    signals_of(served.where, signals, "instrument")
+    _check_function(served.where, function)
     if mode not in MODES:
         raise CapacityConfigError(
-            f"{owner._where}: instrument: mode must be one of {', '.join(MODES)}; got {shown(mode)}"
+            f"{served.where}: instrument: mode must be one of {', '.join(MODES)}; got {shown(mode)}"
         )
-    names = _table_names(owner, tables)
-    grant = owner.grant_signals(function)
-    function.add_layers(hook_layer(owner))
+    names = _table_names(served, tables)
+    grant = grant_signals(function)
+    function.add_layers(hook_layer(served.scope))
     function.add_environment(WRAPPER_ENV, HOOK_WRAPPER)
     function.add_environment(MODE_ENV, mode)
     if names:
         function.add_environment(TABLES_ENV, ",".join(names))
-    function.node.add_validation(_KeptWrapper(owner._where, function))
+    function.node.add_validation(_KeptWrapper(served.where, function))
     return grant
 
 
@@ -458,10 +458,10 @@ def _acknowledge_stream_reader(reader: lambda_.Function) -> None:
     )
 
 
-def _table_names(owner: CapacityRequests, tables: Sequence[str] | None) -> list[str]:
+def _table_names(served: Served, tables: Sequence[str] | None) -> list[str]:
     """The table names an instrumented function reports on (None: every table), each one
-    ``owner`` serves (the signals function refuses reports on any other)."""
-    where = owner._where
+    ``served`` (the signals function refuses reports on any other)."""
+    where = served.where
     if tables is None:
         return []
     if isinstance(tables, str) or not isinstance(tables, Sequence):
@@ -474,14 +474,14 @@ def _table_names(owner: CapacityRequests, tables: Sequence[str] | None) -> list[
             f"{where}: instrument: tables must name 1 or more tables (3 to 255 of "
             f"a-z A-Z 0-9 _ . -); got {shown(bad[0] if bad else tables)}"
         )
-    served = [t.table_name for t in owner.tables]
-    foreign = [t for t in tables if t not in served]
+    names = [t.table_name for t in served.tables]
+    foreign = [t for t in tables if t not in names]
     if foreign:
         shown_served = (
             f"{(made or t).node.path} (give its table_name)"
             if is_token(t.table_name)
             else shown(t.table_name)
-            for t, made, _ in owner._indexes
+            for t, made, _ in served.indexes
         )
         raise CapacityConfigError(
             f"{where}: instrument: tables must name tables these requests serve; got "

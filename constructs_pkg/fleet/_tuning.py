@@ -19,13 +19,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-import jsii
 from aws_cdk import Duration, Stack
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sns as sns
-from constructs import Construct, IValidation
+from constructs import Construct
 
 from ddb_capacity_runtime.aws.store import TUNED
 from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
@@ -44,7 +43,7 @@ from ..common._alarms import (
 from ..common._compliance import acknowledge
 from ..common._function_options import FunctionDefaults, FunctionOptions, function_configs
 from ..common._lazy import lazy_json, lazy_list, lazy_string
-from ..common._props import bool_prop
+from ..common._props import Checked, bool_prop
 from ..common._runtime import advisor_code, runtime_function
 from ..common._scheduled_function import (
     _configure_failed_runs,
@@ -197,7 +196,7 @@ class NightlyTuning(Construct):
         self._render_alarms(alarm_set)
         self.alarms = alarm_set.alarms
         """The alarms by stable id (read-only); one turned off is absent."""
-        self.node.add_validation(_TuningValidation(self))
+        self.node.add_validation(Checked(self._check_tunable))
 
     def _validate(
         self,
@@ -234,6 +233,15 @@ class NightlyTuning(Construct):
             return Bounds.checked(self._where, allowed, max_step)
         except SettingsError as exc:
             raise CapacityConfigError(str(exc)) from None
+
+    def _check_tunable(self) -> list[str]:
+        """At synth: the scaler owns a target value to tune."""
+        if self.scaler.owned_targets:
+            return []
+        return [
+            f"{self._where}: nothing to tune: the scaler owns no target value (add a "
+            "ProvisionedTable to the ThrottleAwareScaler with own_target=True)"
+        ]
 
     def _render_schedule(self, minute_of_day: int) -> events.Rule:
         minute = minute_of_day % 1440
@@ -325,8 +333,9 @@ class NightlyTuning(Construct):
                     do=do,
                 ),
             )
-        refused = self.scaler._alarm_parts.per_table(
-            "RefusedTunedTargets", "tuned values refused, worst table"
+        # the worst table's count in a tick: its twin for the scaler's deployment
+        refused = self.scaler.metric(
+            "RefusedTunedTargets", statistic="Maximum", label="tuned values refused, worst table"
         )
         alarm_set.add(
             "Refused",
@@ -340,17 +349,3 @@ class NightlyTuning(Construct):
                 do="nothing if you narrowed allowed_targets; else find who wrote the item",
             ),
         )
-
-
-@jsii.implements(IValidation)
-class _TuningValidation:
-    def __init__(self, tuning: NightlyTuning) -> None:
-        self._tuning = tuning
-
-    def validate(self) -> list[str]:
-        if self._tuning.scaler.owned_targets:
-            return []
-        return [
-            f"{self._tuning._where}: nothing to tune: the scaler owns no target value (add a "
-            "ProvisionedTable to the ThrottleAwareScaler with own_target=True)"
-        ]

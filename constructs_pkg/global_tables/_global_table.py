@@ -24,7 +24,7 @@ from aws_cdk import Annotations, Duration, IStableAnyProducer, Stack, TimeZone
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_sns as sns
-from constructs import Construct, IValidation
+from constructs import Construct
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 from ddb_capacity_runtime.core.names import DIMENSIONS
@@ -40,7 +40,7 @@ from ddb_capacity_runtime.schedule.entries import (
 from ..common._alarm_sink import chosen_alarm_topic
 from ..common._alarms import AlarmOptions, checked_alarm_options
 from ..common._function_options import FunctionOptions, function_configs
-from ..common._props import MetricProps, is_token, known_at_synth
+from ..common._props import Checked, MetricProps, is_token, known_at_synth
 from ..table._capacity import DEFAULT_TABLE_QUOTA, check_table_quota
 from ..table._parts import capacity_window, known_entry
 from ._replica import Replica, replica_of, shown_table
@@ -132,7 +132,7 @@ class GlobalTableCapacity(Construct):
         self._where = f"GlobalTableCapacity {self.node.path}"
         self.table_quota = check_table_quota(self._where, table_quota)
         self.table = _checked_table(self._where, table)
-        _managed_once(self, table)
+        self._managed_once(table)
         self._spec = _spec_of(self._where, table)
         self._warm(high_water_mark, dict(index_high_water_marks or {}))
         provider = self._provider = self._provider_of(function_options, alarm_topic, alarm_options)
@@ -166,7 +166,8 @@ class GlobalTableCapacity(Construct):
             )
             resource.node.add_dependency(table)
             self.replica_schedules[region] = resource
-        self.node.add_validation(_Validation(self))
+        self._warned: set[str] = set()  # each warning once, however often validated
+        self.node.add_validation(Checked(self._validate))
 
     # ------------------------------------------------------------------ schedules
 
@@ -435,6 +436,66 @@ class GlobalTableCapacity(Construct):
             "table must take, at least its minimum"
         )
 
+    def _managed_once(self, table: dynamodb.TableV2) -> None:
+        """No other GlobalTableCapacity of the app manages ``table``: two would each set its
+        warm throughput (the later one's kept) and schedule actions on the same targets."""
+        for other in self.node.root.node.find_all():
+            if (
+                isinstance(other, GlobalTableCapacity)
+                and other is not self
+                and getattr(other, "table", None) is table
+            ):
+                raise CapacityConfigError(
+                    f"{self._where}: global table {table.node.path} is managed already by "
+                    f"{other._where}; a table takes one GlobalTableCapacity: give all of its "
+                    "high-water marks and schedules there, and remove this one"
+                )
+
+    def _validate(self) -> list[str]:
+        """At synth: each Region's whole schedule (as a ProvisionedTable's), and the replicas
+        and GSIs unchanged since the construct read them."""
+        o = self
+        regions: dict[str, list[str]] = {}  # a write schedule's error is every replica's
+        warned: dict[str, list[str]] = {}
+        for region, schedule in o._schedules.items():
+            errors_of, warnings_of = schedule.check()
+            count = sum(len(actions) for actions in schedule.actions().values())
+            if count > MAX_ACTIONS:
+                errors_of.append(
+                    f"{o._where}: {count} scheduled actions in one Region, its table's and every "
+                    f"GSI's together; the replica-schedule function puts at most {MAX_ACTIONS} "
+                    "a Region (within its time, and deletes them again if it fails)"
+                )
+            for error in errors_of:
+                regions.setdefault(error, []).append(_label(region))
+            for warning in warnings_of:
+                warned.setdefault(warning, []).append(_label(region))
+        for warning, where in warned.items():
+            said = f"replica {', '.join(where)}: {warning}"
+            if said not in self._warned:
+                self._warned.add(said)
+                Annotations.of(o).add_warning_v2("ddb-capacity:schedule", said)
+        errors = [f"replica {', '.join(r)}: {error}" for error, r in regions.items()]
+        now = _spec_of(o._where, o.table)
+        for kind, then, found in (
+            ("replicas", o._spec.regions, now.regions),
+            ("global secondary indexes", o._spec.indexes, now.indexes),
+        ):
+            added = sorted(_label(r) for r in set(found) - set(then))
+            removed = sorted(_label(r) for r in set(then) - set(found))
+            if added:
+                errors.append(
+                    f"{o._where}: global table {shown_table(o.table)} has {kind} added after "
+                    f"this construct ({', '.join(added)}); add every one of them to the "
+                    "TableV2 before GlobalTableCapacity"
+                )
+            if removed:
+                errors.append(
+                    f"{o._where}: global table {shown_table(o.table)} has {kind} removed "
+                    f"after this construct ({', '.join(removed)})"
+                )
+        return errors
+
 
 def _checked_table(where: str, table: object) -> dynamodb.TableV2:
     """``table`` is a TableV2 of this app with provisioned billing."""
@@ -453,22 +514,6 @@ def _checked_table(where: str, table: object) -> dynamodb.TableV2:
             "(billing=Billing.provisioned(...))"
         )
     return table
-
-
-def _managed_once(capacity: GlobalTableCapacity, table: dynamodb.TableV2) -> None:
-    """No other GlobalTableCapacity of the app manages ``table``: two would each set its
-    warm throughput (the later one's kept) and schedule actions on the same targets."""
-    for other in capacity.node.root.node.find_all():
-        if (
-            isinstance(other, GlobalTableCapacity)
-            and other is not capacity
-            and getattr(other, "table", None) is table
-        ):
-            raise CapacityConfigError(
-                f"{capacity._where}: global table {table.node.path} is managed already by "
-                f"{other._where}; a table takes one GlobalTableCapacity: give all of its "
-                "high-water marks and schedules there, and remove this one"
-            )
 
 
 def _spec_of(where: str, table: dynamodb.TableV2) -> _Spec:
@@ -566,56 +611,3 @@ class _Actions:
                     }
                 )
         return out
-
-
-@jsii.implements(IValidation)
-class _Validation:
-    """At synth: each Region's whole schedule (as a ProvisionedTable's), and the replicas
-    and GSIs unchanged since the construct read them."""
-
-    def __init__(self, owner: GlobalTableCapacity) -> None:
-        self._owner = owner
-        self._warned: set[str] = set()
-
-    def validate(self) -> list[str]:
-        o = self._owner
-        regions: dict[str, list[str]] = {}  # a write schedule's error is every replica's
-        warned: dict[str, list[str]] = {}
-        for region, schedule in o._schedules.items():
-            errors_of, warnings_of = schedule.check()
-            count = sum(len(actions) for actions in schedule.actions().values())
-            if count > MAX_ACTIONS:
-                errors_of.append(
-                    f"{o._where}: {count} scheduled actions in one Region, its table's and every "
-                    f"GSI's together; the replica-schedule function puts at most {MAX_ACTIONS} "
-                    "a Region (within its time, and deletes them again if it fails)"
-                )
-            for error in errors_of:
-                regions.setdefault(error, []).append(_label(region))
-            for warning in warnings_of:
-                warned.setdefault(warning, []).append(_label(region))
-        for warning, where in warned.items():
-            said = f"replica {', '.join(where)}: {warning}"
-            if said not in self._warned:
-                self._warned.add(said)
-                Annotations.of(o).add_warning_v2("ddb-capacity:schedule", said)
-        errors = [f"replica {', '.join(r)}: {error}" for error, r in regions.items()]
-        now = _spec_of(o._where, o.table)
-        for kind, then, found in (
-            ("replicas", o._spec.regions, now.regions),
-            ("global secondary indexes", o._spec.indexes, now.indexes),
-        ):
-            added = sorted(_label(r) for r in set(found) - set(then))
-            removed = sorted(_label(r) for r in set(then) - set(found))
-            if added:
-                errors.append(
-                    f"{o._where}: global table {shown_table(o.table)} has {kind} added after "
-                    f"this construct ({', '.join(added)}); add every one of them to the "
-                    "TableV2 before GlobalTableCapacity"
-                )
-            if removed:
-                errors.append(
-                    f"{o._where}: global table {shown_table(o.table)} has {kind} removed "
-                    f"after this construct ({', '.join(removed)})"
-                )
-        return errors

@@ -67,7 +67,7 @@ from ..common._iam_statements import (
     state_store_statement,
 )
 from ..common._lazy import lazy_json
-from ..common._props import MetricProps
+from ..common._props import Checked, MetricProps
 from ..common._runtime import runtime_function, state_store_table
 from ..common._scheduled_function import ScheduledFunction, scheduled_function
 from ..fast_path._fast_path import (
@@ -81,6 +81,7 @@ from ..fast_path._fast_path import (
     instrument_function,
     signals_of,
 )
+from ..fast_path._served import Served
 from ..fast_path._stream_signal import (
     READER_MEMORY_MB,
     READER_TIMEOUT,
@@ -297,9 +298,21 @@ class CapacityRequests(Construct):
         """The hold store: holds and their leases, written with conditional writes (and, once a
         scaler is connected, the scaler's state too)."""
         self.environment[STORE_ENV] = self.hold_store.table_name
+        self._served = Served(
+            scope=self,
+            where=self._where,
+            tables=self.tables,
+            indexes=self._indexes,
+            hold_store=self.hold_store,
+            functions=self._functions,
+            alarms=self._alarm_set,
+            metric=self.metric,
+            acknowledge=self._acknowledge,
+        )
+        Aspects.of(self).add(checks.HoldReaders(self._served))
         self.broker, self.broker_policy = self._render_broker(broker_concurrency)
         """The broker: the one function workers may invoke to request capacity."""
-        broker_alarms(self)
+        broker_alarms(self._served, self.broker)
         self.restorer = self._render_restorer(restore_every)
         """The restorer (None with ``restore_every=None``): asks the broker to end expired holds on
         a schedule."""
@@ -310,8 +323,49 @@ class CapacityRequests(Construct):
         """The signals function's policy (None without ``fast_path``)."""
         self.stream_reader = parts.stream_reader if parts else None
         """The stream reader (None without ``FastPath(stream=...)``)."""
-        checks.unused_options(self, fast_path, self._alarm_set.unused(), function_options)
-        self.node.add_validation(checks.ConnectedScalers(self, CapacityRequests))
+        made = {
+            "Broker": self.broker,
+            "Restorer": self.restorer,
+            "Signals": self.signals,
+            "StreamReader": self.stream_reader,
+        }
+        checks.unused_options(
+            self._where, made, fast_path, self._alarm_set.unused(), function_options
+        )
+        self.node.add_validation(Checked(self._validate))
+
+    # ------------------------------------------------------------------ checks at synth
+
+    def _shared_tables(self) -> list[str]:
+        """A table these requests serve that other CapacityRequests of the app serve too
+        (`table_keys`): each keeps its holds in its own store, so neither sees the other's,
+        and the release of a hold in one lowers the table under a hold of the other. Told
+        once, by the CapacityRequests made first."""
+        every = [x for x in self.node.root.node.find_all() if isinstance(x, CapacityRequests)]
+        mine = self._table_keys
+        errors = []
+        for other in every[every.index(self) + 1 :]:
+            for label in sorted({mine[k] for k in mine.keys() & other._table_keys}):
+                errors.append(
+                    f"{self._where}: serves table {label}, which CapacityRequests "
+                    f"{other.node.path} serves too; a table has one CapacityRequests (each "
+                    "keeps its own hold store, so neither sees the other's holds, and a "
+                    "release in one lowers the table under the other's hold): serve it from one"
+                )
+        return errors
+
+    def _validate(self) -> list[str]:
+        """At synth, once ``connect`` has had its chance: no other CapacityRequests serves
+        one of its tables, every scaler that manages one of them explicitly keeps its state
+        in its hold store, and without a restorer a connected scaler ends its expired holds
+        and surges."""
+        scalers = checks.app_scalers(self)
+        restored, fast = self.restorer is not None, self.signals is not None
+        return (
+            self._shared_tables()
+            + checks.unconnected_scalers(self._served, scalers)
+            + checks.unended_holds(self._served, restored, fast, scalers)
+        )
 
     # ------------------------------------------------------------------ construction
 
@@ -328,8 +382,9 @@ class CapacityRequests(Construct):
         )
         for _table, owner, _extra in self._indexes:
             if owner is not None:
+                # the one call across features to a table's own state: its settle step is
+                # granted the hold store's reads (never lowering a table below a hold)
                 owner._read_holds(store)
-        Aspects.of(self).add(checks.HoldReaders(self))
         return store
 
     def _configure_tables(self, tables: Sequence[dynamodb.ITable | TableCapacity]) -> None:
@@ -444,7 +499,7 @@ class CapacityRequests(Construct):
                 resources=[self.broker.function_arn],
             )
         )
-        restorer_alarm(self, restorer.function, restore_every)
+        restorer_alarm(self._served, restorer.function, restore_every)
         return restorer
 
     def _render_fast_path(
@@ -461,7 +516,9 @@ class CapacityRequests(Construct):
             SCOPES_ENV: self._scopes_setting(),
             **surge.to_env(),
         }
-        return FastPathParts(self, fast_path, stream, environment)
+        return FastPathParts(
+            self._served, fast_path, stream, environment, restored=self.restorer is not None
+        )
 
     def grant_signals(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` (a role, a user, a group, or a function or task definition)
@@ -470,7 +527,7 @@ class CapacityRequests(Construct):
         ``$CAPACITY_SIGNALS`` set, so ``ddb_capacity_runtime.fast_path.hook.watch`` reports there
         by default, and ``$CAPACITY_METRICS_STORE``, the hold store's name, so the hook's
         ``HookFailures`` are this deployment's, which its alarm watches. Needs ``fast_path``."""
-        signals = signals_of(self, "grant_signals")
+        signals = signals_of(self._where, self.signals, "grant_signals")
         env = {SIGNALS_ENV: signals.function_name, METRICS_STORE_ENV: self.hold_store.table_name}
         return self._grant_invoke("grant_signals", grantee, signals, env)
 
@@ -489,7 +546,9 @@ class CapacityRequests(Construct):
         of the account's in the Region); ``mode``: ``consumed`` (the hook asks for the
         consumed capacity of the requests it counts) or ``throttles`` (it changes no
         request). Needs ``fast_path``."""
-        return instrument_function(self, function, tables=tables, mode=mode)
+        return instrument_function(
+            self._served, self.signals, self.grant_signals, function, tables=tables, mode=mode
+        )
 
     def allow_index(self, table: dynamodb.ITable | TableCapacity, index_name: str) -> None:
         """Let workers request capacity on the GSI ``index_name`` of ``table``, one of this

@@ -3,19 +3,19 @@
 The checks of [`CapacityRequests`][constructs_pkg.requests.CapacityRequests]: its
 props (each refusal naming the prop, the value received and what is allowed; ``where``
 names the construct), each table listed once (`add_once`), and, once the app is built, that
-every scaler managing one of its tables is connected to it and that no other
-CapacityRequests serves one of them (`ConnectedScalers`); and, before the templates are made,
+every scaler managing one of its tables is connected to it (`unconnected_scalers`,
+`unended_holds`); and, before the templates are made,
 that the settle step of each table it serves reads its holds (`HoldReaders`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import jsii
 from aws_cdk import Duration, IAspect
 from aws_cdk import aws_dynamodb as dynamodb
-from constructs import Construct, IConstruct, IValidation
+from constructs import Construct, IConstruct
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.core.holds import MAX_HOLD_MINUTES
@@ -29,7 +29,7 @@ from ..table._table import capacity_of
 
 if TYPE_CHECKING:
     from ..fast_path._fast_path import FastPath
-    from ._capacity_requests import CapacityRequests
+    from ..fast_path._served import Served
 
 
 def total_units(
@@ -111,39 +111,16 @@ def add_once(
     keys.update(dict.fromkeys(mine, label))
 
 
-def shared_tables(requests: CapacityRequests, kind: type[Any]) -> list[str]:
-    """A table ``requests`` serve that other CapacityRequests (``kind``) of the app serve
-    too (`table_keys`): each keeps its holds in its own store, so neither sees the other's,
-    and the release of a hold in one lowers the table under a hold of the other. Told
-    once, by the CapacityRequests made first."""
-    every = [x for x in requests.node.root.node.find_all() if isinstance(x, kind)]
-    mine = requests._table_keys
-    errors = []
-    for other in every[every.index(requests) + 1 :]:
-        for label in sorted({mine[k] for k in mine.keys() & other._table_keys}):
-            errors.append(
-                f"{requests._where}: serves table {label}, which CapacityRequests "
-                f"{other.node.path} serves too; a table has one CapacityRequests (each keeps "
-                "its own hold store, so neither sees the other's holds, and a release in one "
-                "lowers the table under the other's hold): serve it from one"
-            )
-    return errors
-
-
 def unused_options(
-    requests: CapacityRequests,
+    where: str,
+    made: Mapping[str, object | None],
     fast_path: FastPath | None,
     alarms: Sequence[str],
     function_options: object,
 ) -> None:
-    """Options for an alarm (``alarms``: those no alarm was made for) or a function these
-    props never make refused, naming the option and why it is not made."""
-    made = {
-        "Broker": requests.broker,
-        "Restorer": requests.restorer,
-        "Signals": requests.signals,
-        "StreamReader": requests.stream_reader,
-    }
+    """Options for an alarm (``alarms``: those no alarm was made for) or a function (``made``:
+    each function by name, None where these props do not make it) never made, refused,
+    naming the option and why it is not made."""
     given = function_options if isinstance(function_options, Mapping) else {}
     unused = [(f"alarm_options[{a!r}] configures an alarm", a) for a in alarms] + [
         (f"function_options[{f!r}] configures a function", f) for f in given if not made.get(f)
@@ -151,8 +128,7 @@ def unused_options(
     if unused:
         option, name = unused[0]
         raise CapacityConfigError(
-            f"{requests._where}: {option} these props never make: "
-            f"{_never_made(name, fast_path)}; remove it"
+            f"{where}: {option} these props never make: {_never_made(name, fast_path)}; remove it"
         )
 
 
@@ -185,19 +161,17 @@ def app_scalers(scope: Construct) -> list[ThrottleAwareScaler]:
     return [s for s in scope.node.root.node.find_all() if isinstance(s, ThrottleAwareScaler)]
 
 
-def unconnected_scalers(
-    requests: CapacityRequests, scalers: Sequence[ThrottleAwareScaler]
-) -> list[str]:
-    """Every one of the app's ``scalers`` that manages one of ``requests``' tables
+def unconnected_scalers(served: Served, scalers: Sequence[ThrottleAwareScaler]) -> list[str]:
+    """Every one of the app's ``scalers`` that manages one of the tables ``served``
     explicitly but keeps its state elsewhere: it would take a hold's raised minimum for an
     operator's change and keep it as the configured minimum."""
     errors = []
     for scaler in scalers:
-        if scaler.state_store is requests.hold_store:
+        if scaler.state_store is served.hold_store:
             continue
         shared = [
             (owner or table).node.path
-            for table, owner, _ in requests._indexes
+            for table, owner, _ in served.indexes
             if any(table is managed for managed in scaler.tables)
         ]
         if not shared:
@@ -211,54 +185,37 @@ def unconnected_scalers(
                 f"connected to one CapacityRequests only: serve {what} from that one"
             )
         errors.append(
-            f"{requests._where}: ThrottleAwareScaler {scaler.node.path} manages {what}, "
+            f"{served.where}: ThrottleAwareScaler {scaler.node.path} manages {what}, "
             f"which these requests serve too, but is not connected to them, so it would "
             f"take a hold's raised minimum for the configured minimum and keep it; {fix}"
         )
     return errors
 
 
-def unended_holds(requests: CapacityRequests, scalers: Sequence[ThrottleAwareScaler]) -> list[str]:
-    """With no restorer, one of the app's ``scalers`` connected to ``requests`` and not a dry
-    run must end the holds that expire unreleased (a worker that died) and the fast path's
-    surges: else nothing ends them, and the capacity they raised stays, paid for."""
-    if requests.restorer is not None:
+def unended_holds(
+    served: Served, restored: bool, fast: bool, scalers: Sequence[ThrottleAwareScaler]
+) -> list[str]:
+    """With no restorer (``restored``), one of the app's ``scalers`` connected to the
+    requests ``served`` and not a dry run must end the holds that expire unreleased (a
+    worker that died) and the fast path's surges (``fast``: it has one): else nothing ends
+    them, and the capacity they raised stays, paid for."""
+    if restored:
         return []
-    connected = [s for s in scalers if s.state_store is requests.hold_store]
+    connected = [s for s in scalers if s.state_store is served.hold_store]
     if any(not scaler.dry_run for scaler in connected):
         return []
-    what = "restore_every=None" if requests.signals is None else "fast_path with restore_every=None"
-    ended = "expired holds" if requests.signals is None else "expired holds and its surges"
+    what = "fast_path with restore_every=None" if fast else "restore_every=None"
+    ended = "expired holds and its surges" if fast else "expired holds"
     found = (
         "each one connected is a dry run, which changes nothing"
         if connected
         else "none is connected"
     )
     return [
-        f"{requests._where}: {what} needs a connected ThrottleAwareScaler to end {ended}, "
+        f"{served.where}: {what} needs a connected ThrottleAwareScaler to end {ended}, "
         f"and {found}: nothing would end a hold its worker never released; keep the "
         f"restorer (restore_every) or connect a scaler: requests.connect(scaler)"
     ]
-
-
-@jsii.implements(IValidation)
-class ConnectedScalers:
-    """At synth, once ``connect`` has had its chance: no other CapacityRequests (``kind``)
-    serves a table of ``requests``, every scaler that manages one of the tables of
-    ``requests`` explicitly keeps its state in its hold store, and requests without a
-    restorer have a connected scaler to end their expired holds and surges."""
-
-    def __init__(self, requests: CapacityRequests, kind: type[Any]) -> None:
-        self._requests = requests
-        self._kind = kind
-
-    def validate(self) -> list[str]:
-        scalers = app_scalers(self._requests)
-        return (
-            shared_tables(self._requests, self._kind)
-            + unconnected_scalers(self._requests, scalers)
-            + unended_holds(self._requests, scalers)
-        )
 
 
 @jsii.implements(IAspect)
@@ -269,13 +226,16 @@ class HoldReaders:
     ``TableCapacity`` that manages the table is found by the table (`capacity_of`). A table
     served through its ``TableCapacity`` is told when the requests are made."""
 
-    def __init__(self, requests: CapacityRequests) -> None:
-        self._requests = requests
+    def __init__(self, served: Served) -> None:
+        self._served = served
 
     def visit(self, node: IConstruct) -> None:
-        if node is not self._requests:
+        served = self._served
+        if node is not served.scope:
             return
-        for table, owner, _ in self._requests._indexes:
-            found = capacity_of(self._requests, table) if owner is None else None
+        for table, owner, _ in served.indexes:
+            found = capacity_of(served.scope, table) if owner is None else None
             if found is not None:
-                found._read_holds(self._requests.hold_store)
+                # the one call across features to a table's own state, as the requests make
+                # it for a table given as its TableCapacity (`CapacityRequests`)
+                found._read_holds(served.hold_store)

@@ -11,12 +11,11 @@ from datetime import date
 from types import MappingProxyType
 from typing import Any, Unpack, cast
 
-import jsii
 from aws_cdk import Annotations, Duration, Fn, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_sns as sns
-from constructs import Construct, IValidation
+from constructs import Construct
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 from ddb_capacity_runtime.core.names import DIMENSIONS, STORE_ENV, WORST_TABLE_METRICS
@@ -43,7 +42,7 @@ from ..common._iam_statements import (
     state_store_statement,
 )
 from ..common._lazy import lazy_json, lazy_string
-from ..common._props import MetricProps, ReservedCapacity, bool_prop
+from ..common._props import Checked, MetricProps, ReservedCapacity, bool_prop
 from ..common._runtime import state_store_table
 from ..common._scheduled_function import scheduled_function
 from ..global_tables._replica import Replica, ReplicaSource, check_account
@@ -53,6 +52,7 @@ from ..table._table import (
     SCALER_GLOBAL,
     TableCapacity,
     check_table,
+    imported_by_name,
     is_global_table_capacity,
     table_list,
 )
@@ -61,7 +61,7 @@ from ._batches import BatchPath, batch_path
 from ._grants import ScalerGrants
 from ._overrides import ScalerOverrides
 from ._scaler_alarms import NAMESPACE as NAMESPACE
-from ._scaler_alarms import ScalerAlarms
+from ._scaler_alarms import AlarmedScaler, ScalerAlarms
 
 DEFAULT_TICK = Duration.minutes(DEFAULT_TICK_MINUTES)
 """Default tick: CloudWatch delivers a minute 1-3 minutes late; ticking every 2 minutes acts on
@@ -302,13 +302,15 @@ class ThrottleAwareScaler(Construct):
         """Whether it decides and logs only, changing nothing (``dry_run``)."""
         self._render_function(settings, sharded and concurrency)
         self._grants = ScalerGrants(self.policy, self.tag_key, tag_value)
-        self._alarm_parts = ScalerAlarms(self, pinned_at_max_for, updating_for_ticks, settings)
+        self._alarm_parts = ScalerAlarms(
+            self._alarmed(), pinned_at_max_for, updating_for_ticks, settings
+        )
         for table in table_list(self._where, tables):
             self.add_table(table)
         self._overrides.configure(overrides or {}, self._tables)
         self._render_tables()
         self._grants.acknowledge()
-        self.node.add_validation(_ScalerValidation(self))
+        self.node.add_validation(Checked(self._validate))
 
     # ------------------------------------------------------------------ construction
 
@@ -532,16 +534,16 @@ class ThrottleAwareScaler(Construct):
             }
             for dim in DIMENSIONS
         }
-        source = f"its {table._KIND}'s read= and write="
+        source = f"its {type(table).__name__}'s read= and write="
         self._overrides.bounds(table.table, bounds, source, table.node.path)
         table.on_index_added(lambda index: self._index_added(table, label, index))
-        if self._own_target and not table._elsewhere:
+        if self._own_target and not imported_by_name(table):
             self._own(table)
         return table.index_names
 
     def _index_added(self, table: TableCapacity, label: str, index: str) -> None:
         self._index_alarms(table.table, label, index)
-        if self._own_target and not table._elsewhere:
+        if self._own_target and not imported_by_name(table):
             self._own(table)
 
     def _own(self, table: TableCapacity) -> None:
@@ -644,44 +646,56 @@ class ThrottleAwareScaler(Construct):
         """The table's key-range (hot key) throttles, its GSIs' included."""
         return self.metric("KeyRangeThrottleEvents", table_name=table_name, **props)
 
+    # ------------------------------------------------------------------ checks at synth
 
-def _label(table: dynamodb.ITable | TableCapacity) -> str:
-    """A stable name for ``table`` in construct ids: its path within its stack."""
-    path = table.node.path.split("/", 1)[-1] if "/" in table.node.path else table.node.id
-    return re.sub(r"[^A-Za-z0-9-]", "-", path)
-
-
-@jsii.implements(IValidation)
-class _ScalerValidation:
-    """What can only be checked once the app is built."""
-
-    def __init__(self, scaler: ThrottleAwareScaler) -> None:
-        self._scaler = scaler
+    def _alarmed(self) -> AlarmedScaler:
+        """What the scaler's alarms are made of, once its function is rendered."""
+        return AlarmedScaler(
+            scope=self,
+            where=self._where,
+            tick=self._tick,
+            throttled_for=self._throttled_for,
+            hot_key_ticks=self._hot_key_ticks,
+            own_target=self._own_target,
+            function=self.function,
+            function_timeout=self._function_config.timeout,
+            dead_letter_queue=self.dead_letter_queue,
+            batches=self.batches,
+            alarm_topic=self.alarm_topic,
+            alarm_options=self._alarm_options,
+            store_name=lambda: self.state_store.table_name,
+        )
 
     def _shared(self) -> list[str]:
         """A table this scaler manages that another scaler of the app manages too (one
         construct, or one name in one stack: `table_parts.table_keys`): each would move its
         minimum on its own state, and take the other's raise for the configured minimum. Told
         once, by the scaler made first."""
-        s = self._scaler
-        scalers = [x for x in s.node.root.node.find_all() if isinstance(x, ThrottleAwareScaler)]
+        scalers = [x for x in self.node.root.node.find_all() if isinstance(x, ThrottleAwareScaler)]
         errors = []
-        for other in scalers[scalers.index(s) + 1 :]:
-            both = sorted({s._table_keys[k] for k in s._table_keys.keys() & other._table_keys})
+        mine = self._table_keys
+        for other in scalers[scalers.index(self) + 1 :]:
+            both = sorted({mine[k] for k in mine.keys() & other._table_keys})
             if both:
                 errors.append(
-                    f"{s._where}: manages {', '.join(both)}, which ThrottleAwareScaler "
+                    f"{self._where}: manages {', '.join(both)}, which ThrottleAwareScaler "
                     f"{other.node.path} manages too; a table has one scaler (each would take "
                     "the other's raised minimum for the configured one): manage it from one"
                 )
         return errors
 
-    def validate(self) -> list[str]:
-        s = self._scaler
-        errors = self._shared() + s._alarm_parts.unused_options(s._where)
-        if not s._tables and not s.tag_key:
+    def _validate(self) -> list[str]:
+        """What can only be checked once the app is built."""
+        errors = self._shared() + self._alarm_parts.unused_options(self._where)
+        if not self._tables and not self.tag_key:
             errors.append(
-                f"{s._where}: nothing to manage: pass tables=[...], call add_table(...) or "
+                f"{self._where}: nothing to manage: pass tables=[...], call add_table(...) or "
                 f"enable_throttle_aware_scaling(...), or set tag_key for tag discovery"
             )
-        return errors + s._overrides.problems(s._tables, s.tag_key)
+        return errors + self._overrides.problems(self._tables, self.tag_key)
+
+
+def _label(table: dynamodb.ITable | TableCapacity) -> str:
+    """A stable name for ``table`` in construct ids: its path within its stack."""
+    path = table.node.path.split("/", 1)[-1] if "/" in table.node.path else table.node.id
+    return re.sub(r"[^A-Za-z0-9-]", "-", path)

@@ -12,22 +12,37 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
 
 from ddb_capacity_runtime.core.names import WORST_TABLE_METRICS
 from ddb_capacity_runtime.core.settings import ScalerConfig
 
-from ..common._alarms import ONE_MINUTE, AlarmSet, AlarmSpec, deployment_metric, metric, says
+from ..common._alarms import (
+    ONE_MINUTE,
+    AlarmOptions,
+    AlarmSet,
+    AlarmSpec,
+    deployment_metric,
+    metric,
+    says,
+)
 from ..common._lazy import lazy_string
 from ..common._props import duration_prop
 from ._scaler_props import known_duration
 
 if TYPE_CHECKING:
-    from ._scaler import ThrottleAwareScaler
+    from aws_cdk import aws_lambda as lambda_
+
+    from ._batches import BatchPath
 
 NAMESPACE = "DynamoDBCapacity"
 
@@ -115,6 +130,29 @@ metric, the metric's label, what happened, the events of the scaler's log to loo
 the metric by ``TableName`` named the table, what to do first."""
 
 
+@dataclass(frozen=True)
+class AlarmedScaler:
+    """What the scaler's alarms are made of, handed over by the scaler once its function is
+    rendered: the alarms' scope (the scaler: their ids are its own), its ``where`` for
+    errors, its tick and alarm windows, and what the alarms watch."""
+
+    scope: Construct
+    where: str
+    tick: Duration
+    throttled_for: Duration
+    hot_key_ticks: int
+    own_target: bool
+    function: lambda_.IFunction
+    function_timeout: Duration
+    dead_letter_queue: sqs.IQueue
+    batches: BatchPath | None
+    alarm_topic: sns.ITopic
+    alarm_options: Mapping[str, AlarmOptions]
+    store_name: Callable[[], str]
+    """The name of the scaler's state store as the template is written (a connected
+    ``CapacityRequests``' hold store once `ThrottleAwareScaler.use_state_store` moved it)."""
+
+
 class ScalerAlarms:
     """The scaler's alarms (`ThrottleAwareScaler.alarms`), in ``alarm_set``: those of the
     function and the ticks at once, a table's (`throttled`, `hot_key`) as it is added."""
@@ -124,7 +162,7 @@ class ScalerAlarms:
         """The name of the scaler's state store, as the template is written (a connected
         ``CapacityRequests``' hold store once `ThrottleAwareScaler.use_state_store` moved
         it): the ``StateStore`` dimension of its counts that are not per table."""
-        return lazy_string(lambda: self._owner.state_store.table_name)
+        return lazy_string(self._scaler.store_name)
 
     def per_table(self, metric_name: str, label: str) -> cloudwatch.Metric:
         """The tick's per-table EMF metric ``metric_name``, the worst table's in each
@@ -133,28 +171,27 @@ class ScalerAlarms:
         watch a SEARCH over the tables'."""
         if metric_name not in WORST_TABLE_METRICS:
             raise ValueError(f"{metric_name}: the tick publishes no twin of it to alarm on")
-        tick = self._owner._tick
+        tick = self._scaler.tick
         return deployment_metric(
             NAMESPACE, metric_name, self.store_name, period=tick, statistic="Maximum", label=label
         )
 
     def __init__(
         self,
-        owner: ThrottleAwareScaler,
+        scaler: AlarmedScaler,
         pinned_for: Duration,
         updating_ticks: int,
         settings: ScalerConfig,
     ) -> None:
-        self._owner = owner
-        o = owner
+        self._scaler = o = scaler
         for name, duration in (
             ("pinned_at_max_for", pinned_for),
-            ("throttled_for", o._throttled_for),
+            ("throttled_for", o.throttled_for),
         ):
-            known_duration(o._where, name, duration)
-            duration_prop(o._where, name, duration, ONE_MINUTE)
+            known_duration(o.where, name, duration)
+            duration_prop(o.where, name, duration, ONE_MINUTE)
         self.alarm_set = AlarmSet(
-            o, o._where, o.alarm_topic, o._alarm_options, "ThrottleAwareScaler"
+            o.scope, o.where, o.alarm_topic, o.alarm_options, "ThrottleAwareScaler"
         )
         self._function()
         self._batches()
@@ -167,12 +204,12 @@ class ScalerAlarms:
 
     def _function(self) -> None:
         """The function failed, its ticks were dropped, or it has not run for 3 ticks."""
-        o = self._owner
+        o = self._scaler
         add = self.alarm_set.add
         add(
             "Errors",
             AlarmSpec(
-                o.function.metric_errors(period=o._tick),
+                o.function.metric_errors(period=o.tick),
                 says(
                     "The capacity scaler failed: a table or a shared AWS call failed in a "
                     "tick, or the function could not start it"
@@ -212,11 +249,11 @@ class ScalerAlarms:
 
     def _not_running(self) -> None:
         """No invocation of the function in 3 ticks (no data breaches)."""
-        o = self._owner
+        o = self._scaler
         self.alarm_set.add(
             "NotRunning",
             AlarmSpec(
-                o.function.metric_invocations(period=Duration.seconds(o._tick.to_seconds() * 3)),
+                o.function.metric_invocations(period=Duration.seconds(o.tick.to_seconds() * 3)),
                 says("The capacity scaler has not run for 3 ticks"),
                 look=(
                     "the scaler's EventBridge schedule rule (enabled?) and its function "
@@ -235,13 +272,13 @@ class ScalerAlarms:
     def _batches(self) -> None:
         """A batch of a sharded tick failed (its function's errors; the batch itself goes
         to the dead-letter queue), or waited a whole tick on the queue."""
-        o = self._owner
+        o = self._scaler
         if o.batches is None:
             return
         self.alarm_set.add(
             "BatchErrors",
             AlarmSpec(
-                o.batches.function.metric_errors(period=o._tick),
+                o.batches.function.metric_errors(period=o.tick),
                 says("A batch of the capacity scaler's sharded tick failed"),
                 look=(
                     "batch-refused, batch-late, table-failed and shared-call-failed events in "
@@ -271,7 +308,7 @@ class ScalerAlarms:
                 do="raise batch_concurrency, or lower tables_per_batch",
                 # a failed batch stays in flight for the function's timeout before it goes
                 # to the dead-letter queue: only older than that is a batch waiting
-                threshold=o._tick.to_seconds() + o._function_config.timeout.to_seconds(),
+                threshold=o.tick.to_seconds() + o.function_timeout.to_seconds(),
             ),
         )
 
@@ -281,7 +318,7 @@ class ScalerAlarms:
         target value it cannot own."""
         for alarm_id in ("BadTargets", "RefusedTags", "IgnoredTags", "MetricsStalled"):
             self._finding(alarm_id)
-        if self._owner._own_target:
+        if self._scaler.own_target:
             self._finding("TargetNotOwned")
 
     def _finding(self, alarm_id: str) -> None:
@@ -338,12 +375,12 @@ class ScalerAlarms:
 
     def _ticks(self, periods: int) -> str:
         """``periods`` ticks, in words."""
-        o = self._owner
-        return Duration.seconds(o._tick.to_seconds() * periods).to_human_string()
+        o = self._scaler
+        return Duration.seconds(o.tick.to_seconds() * periods).to_human_string()
 
     def _pinned(self, pinned_for: Duration) -> None:
-        o = self._owner
-        periods = max(1, math.ceil(pinned_for.to_seconds() / o._tick.to_seconds()))
+        o = self._scaler
+        periods = max(1, math.ceil(pinned_for.to_seconds() / o.tick.to_seconds()))
         given = pinned_for.to_human_string()
         self.alarm_set.add(
             "PinnedAtMax",
@@ -417,12 +454,12 @@ class ScalerAlarms:
         """The table's hot-key alarm: the key-range throttles the scaler counts for it (its
         GSIs' included) in every tick of ``hot_key_for``. Named after the table, as the
         throttle alarms are."""
-        o = self._owner
+        o = self._scaler
         found = metric(
             NAMESPACE,
             "KeyRangeThrottleEvents",
             dimensions_map={"TableName": table.table_name},
-            period=o._tick,
+            period=o.tick,
         )
         self.alarm_set.add(
             "HotKey",
@@ -440,7 +477,7 @@ class ScalerAlarms:
                 ),
                 do="spread, shard or cache the hot key's traffic; raising the max does not help",
                 runbook="Hot key (HotKey<table>)",
-                evaluation_periods=o._hot_key_ticks,
+                evaluation_periods=o.hot_key_ticks,
                 window_prop="hot_key_for",
                 every_period=True,
             ),
@@ -451,7 +488,7 @@ class ScalerAlarms:
     @functools.cached_property
     def _throttled_minutes(self) -> int:
         """``throttled_for`` in whole minutes, read once for every table's alarm."""
-        return max(1, math.ceil(self._owner._throttled_for.to_seconds() / 60))
+        return max(1, math.ceil(self._scaler.throttled_for.to_seconds() / 60))
 
     def throttled(
         self, table: dynamodb.ITable, table_label: str, index: str | None, dim: str

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, cast
 
 import jsii
 from aws_cdk import (
-    Annotations,
     Duration,
     IStableAnyProducer,
     Stack,
@@ -25,7 +24,7 @@ from aws_cdk import (
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
-from constructs import Construct, IValidation
+from constructs import Construct
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 from ddb_capacity_runtime.core.names import resource_id
@@ -41,10 +40,10 @@ from ..common._props import (
     known_at_synth,
     optional_bool_prop,
 )
-from ._capacity import Capacity, PrewarmMethod
+from ._capacity import Capacity
 
 if TYPE_CHECKING:
-    from ._table import TableCapacity
+    pass
 
 
 CAPACITY_PROPS = frozenset(
@@ -340,35 +339,6 @@ def capacity_window(
         week_days=tuple(week_days),
         time_zone=zone_name(time_zone),  # type: ignore[arg-type]
     )
-
-
-@jsii.implements(IValidation)
-class ScheduleValidation:
-    """Whole-schedule checks, once every entry and window is known (at synth)."""
-
-    def __init__(self, table: TableCapacity) -> None:
-        self._table = table
-        self._warned: set[str] = set()
-
-    def validate(self) -> list[str]:
-        table = self._table
-        errors, warnings = table._schedule.check(own=table._own_actions())
-        errors += table._unmanaged_indexes() + too_many_tags(table._where, table.table, table._tag)
-        for warning in warnings:
-            if warning not in self._warned:
-                self._warned.add(warning)
-                Annotations.of(self._table).add_warning_v2("ddb-capacity:schedule", warning)
-        marks = [c.high_water_mark for dims in table._capacity.values() for c in dims.values()]
-        settled = table.prewarm is PrewarmMethod.PROVISION_THEN_SETTLE
-        if settled and all(m is None for m in marks) and PREWARM_UNUSED not in self._warned:
-            self._warned.add(PREWARM_UNUSED)
-            Annotations.of(table).add_warning_v2(
-                PREWARM_UNUSED,
-                f"{table._where}: prewarm=PROVISION_THEN_SETTLE, but neither the table nor any "
-                "of its indexes has a high_water_mark, so nothing is pre-warmed: give a "
-                "dimension Capacity(high_water_mark=...), or leave prewarm out",
-            )
-        return errors
 
 
 PREWARM_UNUSED = "ddb-capacity:prewarm-without-mark"

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import jsii
 from aws_cdk import (
+    Annotations,
     Duration,
     Lazy,
     Stack,
@@ -41,7 +42,7 @@ from ..common._function_options import (
     FunctionOptions,
     function_configs,
 )
-from ..common._props import is_token, known_at_synth
+from ..common._props import Checked, is_token, known_at_synth
 from ._adoption import check_index_keys, refuse_stock_auto_scaling, render_adopted
 from ._capacity import (
     DEFAULT_TABLE_QUOTA,
@@ -52,10 +53,10 @@ from ._capacity import (
 )
 from ._delegation import TableDelegation
 from ._parts import (
+    PREWARM_UNUSED,
     ImportedDimension,
     NewTable,
     ScheduledActions,
-    ScheduleValidation,
     capacity_window,
     cfn_of,
     check_type,
@@ -64,6 +65,7 @@ from ._parts import (
     is_table,
     known_entry,
     on_demand,
+    too_many_tags,
 )
 from ._quota import ScalableTargetQuota
 
@@ -135,7 +137,7 @@ REQUESTS_GLOBAL = (
 def is_global_table_capacity(value: object) -> bool:
     """Whether ``value`` is a ``GlobalTableCapacity``, its module read only once one was made
     (a table alone never loads the global table's)."""
-    owner = sys.modules.get(f"{__package__}.global_table")
+    owner = sys.modules.get("constructs_pkg.global_tables._global_table")
     return owner is not None and isinstance(value, owner.GlobalTableCapacity)
 
 
@@ -166,6 +168,12 @@ def check_table(where: str, table: object, global_table: str) -> None:
             "no provisioned capacity to manage; give a provisioned table "
             "(billing_mode=BillingMode.PROVISIONED, or a ProvisionedTable)"
         )
+
+
+def imported_by_name(table: TableCapacity) -> bool:
+    """Whether ``table`` manages a table owned elsewhere, imported by name: only its scalable
+    targets and schedules are made here, and synth knows none of its GSIs."""
+    return table._elsewhere
 
 
 def index_names_of(table: dynamodb.ITable | TableCapacity) -> list[str] | None:
@@ -281,9 +289,41 @@ class TableCapacity(TableDelegation, Construct):
                     f"{where}: the table's billing mode is {billing}; TableCapacity manages "
                     f"provisioned tables only"
                 )
-        _validate_managed_once(self, where, table)
+        self._validate_managed_once(where, table)
         if isinstance(table, dynamodb.Table):
             refuse_stock_auto_scaling(where, table)
+
+    def _validate_schedule(self) -> list[str]:
+        """Whole-schedule checks, once every entry and window is known (at synth)."""
+        errors, warnings = self._schedule.check(own=self._own_actions())
+        errors += self._unmanaged_indexes() + too_many_tags(self._where, self.table, self._tag)
+        for warning in warnings:
+            if warning not in self._warned:
+                self._warned.add(warning)
+                Annotations.of(self).add_warning_v2("ddb-capacity:schedule", warning)
+        marks = [c.high_water_mark for dims in self._capacity.values() for c in dims.values()]
+        settled = self.prewarm is PrewarmMethod.PROVISION_THEN_SETTLE
+        if settled and all(m is None for m in marks) and PREWARM_UNUSED not in self._warned:
+            self._warned.add(PREWARM_UNUSED)
+            Annotations.of(self).add_warning_v2(
+                PREWARM_UNUSED,
+                f"{self._where}: prewarm=PROVISION_THEN_SETTLE, but neither the table nor any "
+                "of its indexes has a high_water_mark, so nothing is pre-warmed: give a "
+                "dimension Capacity(high_water_mark=...), or leave prewarm out",
+            )
+        return errors
+
+    def _validate_managed_once(self, where: str, table: dynamodb.ITable) -> None:
+        """No other TableCapacity (nor ProvisionedTable) of the app manages ``table``: two
+        would each set its capacity and register its scalable targets."""
+        other = capacity_of(self, table)
+        if other is not None:
+            name = "" if is_token(table.table_name) else f" ({shown(table.table_name)})"
+            raise CapacityConfigError(
+                f"{where}: table {table.node.path}{name} is managed already by "
+                f"{other._where}; a table takes one TableCapacity (a "
+                f"ProvisionedTable is one): give all of its capacity there, and remove this one"
+            )
 
     def _validate_function_options(self, options: object) -> FunctionConfig:
         """``function_options``: the settle functions' (``"Settle"``), PROVISION_THEN_SETTLE
@@ -320,7 +360,8 @@ class TableCapacity(TableDelegation, Construct):
         self._rendered: dict[tuple[str | None, str], ScheduledActions] = {}
         self._index_listeners: list[Callable[[str], None]] = []
         self._elsewhere = False  # a table imported by name: only its scalable targets here
-        self.node.add_validation(ScheduleValidation(self))
+        self._warned: set[str] = set()  # each warning once, however often validated
+        self.node.add_validation(Checked(self._validate_schedule))
 
     def _render_new_table(self, spec: NewTable, *, read: Capacity, write: Capacity) -> None:
         """Make the table (child ``Resource``) at its initial capacity, and manage it."""
@@ -692,16 +733,3 @@ def capacity_of(scope: Construct, table: dynamodb.ITable) -> TableCapacity | Non
     keys = identity_of(table)
     found = (c for c in scope.node.root.node.find_all() if isinstance(c, TableCapacity))
     return next((c for c in found if c is not scope and c._identity & keys), None)
-
-
-def _validate_managed_once(capacity: TableCapacity, where: str, table: dynamodb.ITable) -> None:
-    """No other TableCapacity (nor ProvisionedTable) of the app manages ``table``: two would
-    each set its capacity and register its scalable targets."""
-    other = capacity_of(capacity, table)
-    if other is not None:
-        name = "" if is_token(table.table_name) else f" ({shown(table.table_name)})"
-        raise CapacityConfigError(
-            f"{where}: table {table.node.path}{name} is managed already by "
-            f"{other._where}; a table takes one TableCapacity (a "
-            f"ProvisionedTable is one): give all of its capacity there, and remove this one"
-        )

@@ -3,6 +3,7 @@ three packages, and those longer than the advisory caps."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 from constructs_pkg.common._assets import module_files
@@ -35,3 +36,79 @@ def long_modules(
         if lines > most:
             out.append(f"{path.relative_to(ROOT)} ({lines} lines)")
     return sorted(out)
+
+
+def _private_attributes(tree: ast.AST) -> dict[ast.ClassDef | None, set[str]]:
+    """The private attributes each class of a module defines: assigned on ``self``, or
+    defined (a method, a class attribute) in its body."""
+    out: dict[ast.ClassDef | None, set[str]] = {}
+    for cls in ast.walk(tree):
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        names = out.setdefault(cls, set())
+        for node in ast.walk(cls):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "self"
+                and isinstance(node.ctx, ast.Store)
+            ):
+                names.add(node.attr)
+        for node in cls.body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                names.add(node.name)
+            targets = node.targets if isinstance(node, ast.Assign) else []
+            if isinstance(node, ast.AnnAssign):
+                targets = [node.target]
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return out
+
+
+def foreign_private_reads(package: Path, root: Path = ROOT) -> list[str]:
+    """``path:line expression`` of each read of another object's private attribute
+    (``x._name``, ``x`` not ``self`` nor ``cls``) in ``package``, but those of an object of
+    the class that reads it (``other._key`` in a method of ``other``'s class) and those in
+    the one module whose classes define that attribute (a module's own functions on its own
+    class's state): what a module reads of state that another module's class keeps."""
+    trees = {path: ast.parse(path.read_text(), str(path)) for path in sorted(package.rglob("*.py"))}
+    defined = {path: _private_attributes(tree) for path, tree in trees.items()}
+    definers: dict[str, set[Path]] = {}
+    for path, classes in defined.items():
+        for names in classes.values():
+            for name in names:
+                definers.setdefault(name, set()).add(path)
+    found = []
+    for path, tree in trees.items():
+        found += _reads_in(path.relative_to(root), tree, defined[path], definers, path)
+    return found
+
+
+def _reads_in(
+    path: Path,
+    tree: ast.AST,
+    classes: dict[ast.ClassDef | None, set[str]],
+    definers: dict[str, set[Path]],
+    module: Path,
+) -> list[str]:
+    """The foreign private reads of the module at ``module`` (shown as ``path``;
+    `foreign_private_reads`)."""
+    found: list[str] = []
+
+    def visit(node: ast.AST, own: set[str]) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                visit(child, classes[child])
+                continue
+            if (
+                isinstance(child, ast.Attribute)
+                and child.attr.startswith("_")
+                and not child.attr.startswith("__")
+                and not (isinstance(child.value, ast.Name) and child.value.id in ("self", "cls"))
+                and child.attr not in own
+                and definers.get(child.attr) != {module}
+            ):
+                found.append(f"{path}:{child.lineno} {ast.unparse(child)}")
+            visit(child, own)
+
+    visit(tree, set())
+    return found
