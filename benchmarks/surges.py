@@ -22,7 +22,7 @@ of the fast path's own simulator (``simulator.fast_path_model``). Goals:
   bound before trusted demand was counted).
 
 Every stock target from 30 to 90 % and on-demand are printed beside each, and the stream's
-own cost (its reader Lambda and state store, `ddb_capacity_tools.stream_cost`) is added to
+own cost (its reader Lambda and state store, `ddb_capacity_tools.simulator.stream_cost`) is added to
 its line where it is used. A lying process during a real flash crowd is printed too: it may
 then reach 4x what CloudWatch showed served, which the crowd itself would need. The
 fast path's other goals are `benchmarks.fast_path`'s.
@@ -50,8 +50,8 @@ from ddb_capacity_tools.simulator.model import SimulatedTable
 from ddb_capacity_tools.simulator.policies import ThrottleAware
 from ddb_capacity_tools.simulator.run import build
 from ddb_capacity_tools.simulator.scenarios import START, noisy
+from ddb_capacity_tools.simulator.stream_cost import monthly_stream_cost
 from ddb_capacity_tools.simulator.trace import Key, Trace
-from ddb_capacity_tools.stream_cost import monthly_stream_cost
 
 STOCK = (*(f"stock:{t}" for t in range(30, 100, 10)), "on-demand")
 HOOK = {"fast_path_seconds": 20}

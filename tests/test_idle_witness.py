@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ddb_capacity_tools.scaler_cost import QUERIES_PER_DIMENSION, WITNESS_QUERIES
+from ddb_capacity_tools.simulator.scaler_cost import QUERIES_PER_DIMENSION, WITNESS_QUERIES
 from tests.moto_world import World
 from tests.test_faults import world  # noqa: F401
 

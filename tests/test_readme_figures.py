@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from constructs_pkg.common._runtime import staged_asset
-from ddb_capacity_tools.scaler_cost import DEPLOYMENT_METRICS, TABLE_METRICS
+from ddb_capacity_tools.simulator.scaler_cost import DEPLOYMENT_METRICS, TABLE_METRICS
 from tests.moto_world import World
 from tests.test_assets import SCALER, zipped_size
 

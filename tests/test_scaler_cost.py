@@ -16,17 +16,17 @@ from constructs_pkg.scaler._scaler import MEMORY_MB as SCALER_MEMORY_MB
 from ddb_capacity_runtime.aws.metrics import queries
 from ddb_capacity_runtime.core.settings import DEFAULT_TICK_MINUTES
 from ddb_capacity_tools import reserve
-from ddb_capacity_tools.scaler_cost import (
+from ddb_capacity_tools.simulator.candidates import MONTH_MINUTES, scaled
+from ddb_capacity_tools.simulator.ensemble import settings_of
+from ddb_capacity_tools.simulator.params import ModelParams
+from ddb_capacity_tools.simulator.prices import Prices
+from ddb_capacity_tools.simulator.scaler_cost import (
     MEMORY_MB,
     QUERIES_PER_DIMENSION,
     TABLE_METRICS,
     TICK_MINUTES,
     monthly_scaler_cost,
 )
-from ddb_capacity_tools.simulator.candidates import MONTH_MINUTES, scaled
-from ddb_capacity_tools.simulator.ensemble import settings_of
-from ddb_capacity_tools.simulator.params import ModelParams
-from ddb_capacity_tools.simulator.prices import Prices
 from ddb_capacity_tools.simulator.scenarios import scenario
 from ddb_capacity_tools.simulator.tune import tune
 from ddb_capacity_tools.simulator.tune_runs import place, scaler_dollars

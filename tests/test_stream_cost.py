@@ -12,7 +12,7 @@ import pytest
 from constructs_pkg.fast_path._stream_signal import READER_MEMORY_MB
 from ddb_capacity_runtime.core.stream import ACCURACY
 from ddb_capacity_tools.simulator.prices import Prices
-from ddb_capacity_tools.stream_cost import MEMORY_MB, monthly_stream_cost
+from ddb_capacity_tools.simulator.stream_cost import MEMORY_MB, monthly_stream_cost
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "guides" / "instrument.md"
 

@@ -25,6 +25,7 @@ from ddb_capacity_tools.simulator.candidates import (
     suffixes,
 )
 from ddb_capacity_tools.simulator.ensemble import settings_of
+from ddb_capacity_tools.simulator.stream_cost import monthly_stream_cost
 from ddb_capacity_tools.simulator.tune import tune
 from ddb_capacity_tools.simulator.tune_runs import (
     place,
@@ -32,7 +33,6 @@ from ddb_capacity_tools.simulator.tune_runs import (
     scaler_dollars,
     stream_dollars,
 )
-from ddb_capacity_tools.stream_cost import monthly_stream_cost
 
 
 def test_the_defaults_hold_the_winners() -> None:

@@ -33,6 +33,8 @@ from .params import ModelParams
 from .policies import DEFAULT_TICK_MINUTES, Spec, parse
 from .prices import Prices
 from .run import DimensionResult, compose_hybrid, hybrid_base, simulate
+from .scaler_cost import monthly_scaler_cost
+from .stream_cost import monthly_stream_cost
 from .text import bar
 from .trace import Trace
 
@@ -245,8 +247,6 @@ def stream_dollars(name: str, trace: Trace, minutes: int, prices: Prices) -> flo
     the table's and each GSI's writes (`stream_cost.monthly_stream_cost`), pro rata."""
     if not streamed(name) or minutes <= 0:
         return 0.0
-    from ..stream_cost import monthly_stream_cost
-
     writes = [
         v for (index, d), vs in trace.demand.items() if d == "write" and index is None for v in vs
     ]
@@ -266,8 +266,6 @@ def scaler_dollars(name: str, trace: Trace, minutes: int, prices: Prices, tick: 
     kind = spec_of(name).kind
     if kind not in SCALER_KINDS or minutes <= 0:
         return 0.0
-    from ..scaler_cost import monthly_scaler_cost
-
     indexes = {index for index, _ in trace.demand}
     monthly = monthly_scaler_cost(
         # the scaler reads and alarms on both dimensions of the table and of each GSI, though

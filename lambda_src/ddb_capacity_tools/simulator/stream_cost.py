@@ -1,7 +1,7 @@
 """Runs in: workstation (the docs' cost table of the stream signal).
 
 What the fast path's stream signal (``FastPath(stream=...)``) costs a month on one table
-written at a steady rate, from list prices (`simulator.prices.Prices`: us-east-1,
+written at a steady rate, from list prices (`prices.Prices`: us-east-1,
 Lambda on arm64, the state store on demand).
 
 DynamoDB does not charge the reads of a stream by a Lambda function's event source
@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .simulator.prices import Prices
+from .prices import Prices
 
 __all__ = ["StreamCost", "monthly_stream_cost"]
 

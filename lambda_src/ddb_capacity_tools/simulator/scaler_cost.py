@@ -1,7 +1,7 @@
 """Runs in: workstation (`ddb-capacity tune`, `advise`, `reserve`; docs: Scaler, "Costs").
 
 What the library's scaler (``ThrottleAwareScaler``) costs a month for one table it manages,
-from list prices (`simulator.prices.Prices`: us-east-1, Lambda on arm64, CloudWatch's first
+from list prices (`prices.Prices`: us-east-1, Lambda on arm64, CloudWatch's first
 tiers), with the construct's defaults (a tick every 2 minutes, its alarms on):
 
 - the tick's custom metrics: each managed table's record makes `TABLE_METRICS` of them, and
@@ -34,8 +34,8 @@ from dataclasses import dataclass
 
 from ddb_capacity_runtime.core.settings import DEFAULT_TICK_MINUTES
 
-from .simulator.candidates import MONTH_HOURS
-from .simulator.prices import Prices
+from .candidates import MONTH_HOURS
+from .prices import Prices
 
 __all__ = ["ScalerCost", "monthly_scaler_cost"]
 
