@@ -559,7 +559,8 @@ def test_the_report_weighs_each_tables_current_settings(
         "--quiet",
         *pair,
     ]
-    code, out, err = run(*base, "--json", "--report", str(tmp_path / "report"))
+    html = tmp_path / "fleet.html"
+    code, out, err = run(*base, "--json", "--report", str(tmp_path / "report"), "--html", str(html))
     assert code == 0, err
     advised = {t["table"]: t for t in json.loads(out)["tables"]}
     rows = {r["table"]: r for r in csv.DictReader((tmp_path / "report" / "report.csv").open())}
@@ -593,6 +594,9 @@ def test_the_report_weighs_each_tables_current_settings(
         assert "What to paste" in page
         # its header says how the figures were made, as tune's does
         assert "; fitted on " in page and "figures a month (730 h)" in page
+        # --html beside --report: the same table pages, and the same fleet page
+        assert (tmp_path / "tables" / f"{name}.html").read_text() == page
+    assert html.read_text() == fleet_page
     one = [
         "advise",
         "--table",

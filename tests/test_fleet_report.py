@@ -18,6 +18,7 @@ from ddb_capacity_tools import fleet
 from ddb_capacity_tools.advise import Advice, Setup, advise_trace
 from ddb_capacity_tools.fleet import COLUMNS, ReportError, destination
 from ddb_capacity_tools.fleet_current import Current
+from ddb_capacity_tools.page import fleet_page
 from ddb_capacity_tools.simulator import ModelParams
 from ddb_capacity_tools.simulator.ensemble import settings_of
 from ddb_capacity_tools.simulator.trace import Trace
@@ -121,7 +122,7 @@ def test_csv_and_json_hold_every_row_with_unknown_left_empty() -> None:
 
 
 def test_html_escapes_every_name_and_reason_and_links_each_table_page() -> None:
-    page = fleet.as_html(sample())
+    page = fleet_page(sample())
     body = page[: page.index('<script type="application/json"')]
     assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in body
     assert "<b>no</b>" not in page and "Throttled &amp; &lt;x&gt;" in body

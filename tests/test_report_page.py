@@ -314,7 +314,7 @@ document.body.setAttribute("data-shown-rows", shown.length);
 
 def test_the_fleet_page_of_1000_tables_is_small_sorts_and_filters(tmp_path: Path) -> None:
     report = synthetic_fleet(1000)
-    html = fleet.as_html(report)
+    html = page.fleet_page(report)
     assert len(html.encode()) < 3_000_000  # a few MB at most: measured 0.61 MB
     out = tmp_path / "report.html"
     out.write_text(html.replace("</body>", DRIVE, 1), encoding="utf-8")
@@ -343,7 +343,7 @@ def test_a_hostile_name_is_text_everywhere_and_runs_nothing(tmp_path: Path) -> N
     ]
     pages = {
         "run.html": page.run_page(results, trace),
-        "fleet.html": fleet.as_html(fleet.build(docs, {"run": HOSTILE})),
+        "fleet.html": page.fleet_page(fleet.build(docs, {"run": HOSTILE})),
     }
     for name, html in pages.items():
         assert HOSTILE not in html  # never raw, not even in the JSON block

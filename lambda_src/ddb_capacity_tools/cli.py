@@ -44,7 +44,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import asdict, fields
 from datetime import UTC, datetime, timedelta
@@ -403,13 +403,8 @@ def _advise(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     about = {"ensemble": name, "days": days, "end": _iso(end)}
     reservation = _reservation(results, prices) if args.all_tables else None
     _advise_output(args, out, results, about, reservation, len(settings_of(name, params)))
-    if args.html:
-        _advise_page(args.html, results, about, args.all_tables, err, reservation)
-    if report is not None:  # last: a report that cannot be written loses nothing else
-        out.flush()
-        pages = page.table_pages(results, about) if args.all_tables else None
-        built = fleet.build(results, about, reservation=reservation)
-        fleet.write(built, report, made_s3=_s3_client, pages=pages)
+    if args.html or report is not None:
+        _advise_files(args, report, results, about, reservation, out, err)
     return 1 if any(isinstance(r, advise_module.Failure) for r in results) else 0
 
 
@@ -462,24 +457,39 @@ def _reservation(results: Sequence[Any], prices: Prices) -> dict[str, Any] | Non
     return reserve.summary(plan)
 
 
-def _advise_page(
-    path: str,
+def _advise_files(
+    args: argparse.Namespace,
+    where: fleet.Destination | None,
     results: Sequence[Any],
     about: dict[str, Any],
-    fleet_wide: bool,
+    reservation: dict[str, Any] | None,
+    out: TextIO,
     err: TextIO,
-    reservation: dict[str, Any] | None = None,
 ) -> None:
-    """One table's page at ``path``; with --all-tables the fleet page there and each
-    table's page in ``tables/`` beside it."""
-    if not fleet_wide:
-        written = page.write(path, page.table_page(results[0], about))
-    else:
-        built = fleet.build(results, about, reservation=reservation)
-        written = page.write(path, page.fleet_page(built))
-        for name, body in page.table_pages(results, about).items():
-            (written.parent / name).parent.mkdir(exist_ok=True)
-            page.write(written.parent / name, body)
+    """advise's page (``--html``: one table's, or with ``--all-tables`` the fleet page and
+    each table's page beside it) and report (``--report``, with those table pages). The
+    fleet report is built once, and its page and the table pages rendered once, for both."""
+    if args.html and not args.all_tables:
+        _advise_page(args.html, page.table_page(results[0], about), {}, err)
+    if not args.all_tables and where is None:
+        return
+    built = fleet.build(results, about, reservation=reservation)
+    fleet_html = page.fleet_page(built)
+    pages = page.table_pages(results, about) if args.all_tables else {}
+    if args.html and args.all_tables:
+        _advise_page(args.html, fleet_html, pages, err)
+    if where is not None:  # last: a report that cannot be written loses nothing else
+        out.flush()
+        fleet.write(built, fleet_html, where, made_s3=_s3_client, pages=pages)
+
+
+def _advise_page(path: str, body: str, pages: Mapping[str, str], err: TextIO) -> None:
+    """The page at ``path`` (one table's, or the fleet page), and ``pages`` (each table's
+    page by its name under ``tables/``) beside it."""
+    written = page.write(path, body)
+    for name, table_body in pages.items():
+        (written.parent / name).parent.mkdir(exist_ok=True)
+        page.write(written.parent / name, table_body)
     err.write(f"page written to {written}\n")
 
 

@@ -10,10 +10,11 @@ A table that failed is listed with its reason; a table the nightly run has no re
 listed as missing. Current settings that could not be read are unknown: their savings are
 empty, never zero.
 
-Written as ``report.csv``, ``report.json`` and ``report.html`` (the fleet page,
-`page.fleet_page`: the totals and one row per table, sortable and filterable, each
-linked to the table's own page under ``tables/``), with those table pages when given, to
-a directory or an S3 prefix. Every table name and reason is untrusted: the page escapes
+The report's rows and totals are defined in `fleet_rows`. Written as ``report.csv``,
+``report.json`` and ``report.html``, the fleet page its caller renders from the same
+report (`page.fleet_page`: the totals and one row per table, sortable and filterable, each
+linked to the table's own page under ``tables/``), with those table pages when given, to a
+directory or an S3 prefix. Every table name and reason is untrusted: the page escapes
 them, CSV cells that a spreadsheet would read as a formula are quoted with a leading
 ``'``.
 """
@@ -25,7 +26,7 @@ import io
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,8 @@ from ddb_capacity_runtime.aws.error_codes import NO_SUCH_BUCKET, describe_error,
 from ddb_capacity_runtime.core.validators import is_number
 
 from .advise import MONTH_HOURS, shown
-from .page import TABLE_PAGES, fleet_page
+from .fleet_rows import Report as Report
+from .fleet_rows import Row as Row
 from .simulator.table_class import TABLE_CLASSES
 from .tool_errors import ReportError as ReportError
 
@@ -47,7 +49,6 @@ __all__ = [
     "ReportError",
     "Row",
     "as_csv",
-    "as_html",
     "as_json",
     "build",
     "contents",
@@ -90,57 +91,6 @@ LARGEST = 1e15
 """The largest figure (dollars or refused units a month) one table's result may carry. A result is
 untrusted: larger ones are refused, so no sum or difference of them can overflow to infinity, which
 JSON cannot hold."""
-
-
-@dataclass(frozen=True)
-class Row:
-    """One table of the report; None where a figure is unknown."""
-
-    table: str
-    index: str | None
-    status: str  # advised | failed | missing
-    recommended: str | None = None
-    usd_per_month_recommended: float | None = None
-    current: str | None = None
-    usd_per_month_current: float | None = None
-    usd_saved_per_month: float | None = None
-    refused_per_month_current: float | None = None
-    refused_per_month_recommended: float | None = None
-    refusals_avoided_per_month: float | None = None
-    reason: str = ""
-    table_class: str | None = None
-    """the table class advised (`simulator.tune.TABLE_CLASSES`); None: none was"""
-
-
-@dataclass(frozen=True)
-class Report:
-    rows: list[Row]
-    about: dict[str, Any] = field(default_factory=dict)
-    reservation: dict[str, Any] | None = None
-    """the fleet's reservation plan on the recommendations (`reserve.summary`); None: not
-    made (a single table, or the nightly advisor)"""
-
-    def totals(self) -> dict[str, Any]:
-        """Counts by status, and the figures summed over the tables whose current
-        settings are known."""
-        known = [r for r in self.rows if r.usd_saved_per_month is not None]
-        return {
-            "tables": len(self.rows),
-            "advised": sum(r.status == "advised" for r in self.rows),
-            "failed": sum(r.status == "failed" for r in self.rows),
-            "missing": sum(r.status == "missing" for r in self.rows),
-            "current_unknown": sum(
-                r.status == "advised" and r.usd_saved_per_month is None for r in self.rows
-            ),
-            "usd_per_month_current": _sum(r.usd_per_month_current for r in known),
-            "usd_per_month_recommended": _sum(r.usd_per_month_recommended for r in known),
-            "usd_saved_per_month": _sum(r.usd_saved_per_month for r in known),
-            "refusals_avoided_per_month": _sum(r.refusals_avoided_per_month for r in known),
-        }
-
-
-def _sum(values: Any) -> float:
-    return round(sum(v or 0.0 for v in values), 2)
 
 
 def _text(value: object) -> str:
@@ -303,20 +253,14 @@ def as_json(report: Report) -> str:
     )
 
 
-def as_html(report: Report, links: str | None = TABLE_PAGES) -> str:
-    """The fleet page (`page.fleet_page`), table pages linked under ``links``."""
-    return fleet_page(report, links)
-
-
-def contents(
-    report: Report, links: str | None = TABLE_PAGES, pages: Mapping[str, str] | None = None
-) -> dict[str, str]:
-    """The three files' contents, by name, then ``pages`` (each table's page, by its name
-    under ``tables/``); the fleet page links the table pages under ``links``."""
+def contents(report: Report, html: str, pages: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The three files' contents, by name: ``report`` as CSV and JSON, ``html`` (its fleet
+    page, `page.fleet_page`, rendered by the caller) as ``report.html``; then ``pages``
+    (each table's page, by its name under ``tables/``)."""
     return {
         "report.csv": as_csv(report),
         "report.json": as_json(report),
-        "report.html": as_html(report, links),
+        "report.html": html,
         **(pages or {}),
     }
 
@@ -367,12 +311,13 @@ def put_s3(
     bucket: str,
     prefix: str,
     report: Report,
-    links: str | None = TABLE_PAGES,
+    html: str,
     pages: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """The three files (and ``pages``) under ``prefix`` in ``bucket``; their keys."""
+    """The three files (`contents`: ``html``, the fleet page) and ``pages`` under
+    ``prefix`` in ``bucket``; their keys."""
     keys = []
-    for name, body in contents(report, links, pages).items():
+    for name, body in contents(report, html, pages).items():
         key = f"{prefix}/{name}" if prefix else name
         kind = FILES.get(name, FILES["report.html"])
         s3.put_object(Bucket=bucket, Key=key, Body=body.encode(), ContentType=kind)
@@ -382,15 +327,17 @@ def put_s3(
 
 def write(
     report: Report,
+    html: str,
     where: Destination,
     made_s3: Callable[[], Any],
     pages: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """The three files (and ``pages``, each table's page by its name under ``tables/``)
-    in the directory (made if need be) or under the S3 prefix."""
+    """The three files (`contents`: ``html``, the fleet page) and ``pages`` (each table's
+    page by its name under ``tables/``) in the directory (made if need be) or under the S3
+    prefix."""
     if where.bucket is not None:
         try:
-            return put_s3(made_s3(), where.bucket, where.path, report, pages=pages)
+            return put_s3(made_s3(), where.bucket, where.path, report, html, pages)
         except (BotoCoreError, ClientError) as exc:
             raise ReportError(
                 f"--report: s3://{where.bucket}/{where.path}: {describe_error(exc)}"
@@ -398,7 +345,7 @@ def write(
     directory = Path(where.path)
     directory.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, body in contents(report, pages=pages).items():
+    for name, body in contents(report, html, pages).items():
         (directory / name).parent.mkdir(exist_ok=True)
         (directory / name).write_text(body, encoding="utf-8")
         written.append(str(directory / name))

@@ -349,7 +349,7 @@ def report_run(s3: Any, settings: AdvisorSettings, now: datetime) -> dict[str, i
         (f"runs/{run_id}", page.TABLE_PAGES),
         ("latest", f"../runs/{run_id}/{page.TABLE_PAGES}"),
     ):
-        fleet.put_s3(s3, settings.bucket, prefix, report, links)
+        fleet.put_s3(s3, settings.bucket, prefix, report, page.fleet_page(report, links))
     totals = report.totals()  # TablesFailed is the workers' (idle tables are not failures)
     return {
         "TablesReported": totals["tables"],

@@ -18,7 +18,7 @@ from .pages import table_page
 
 if TYPE_CHECKING:
     from ..advise import Advice, Failure
-    from ..fleet import Report, Row
+    from ..fleet_rows import Report, Row
 
 __all__ = ["TABLE_PAGES", "fleet_page", "page_name", "table_pages"]
 
