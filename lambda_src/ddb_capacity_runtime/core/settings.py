@@ -11,7 +11,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, date, datetime, timedelta
 from enum import StrEnum
 from typing import Any
@@ -62,6 +62,11 @@ MAX_LEGACY_STATE_DAYS = 30
 ``read_legacy_state_until``); after it, and without it, they are removed unread."""
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 """A date as the settings write it."""
+MAX_REPLICA_REGIONS = 50
+"""The most other Regions one global table's replica is read with."""
+FLAG_TRUE = ("true", "1")
+FLAG_FALSE = ("false", "0")
+"""What a flag's variable may hold (any case; empty: false)."""
 
 
 class Mode(StrEnum):
@@ -132,6 +137,14 @@ class Setting:
     hi: float = 0
     step: int = 1
     """a whole number is a multiple of this (reserved units: whole hundreds)"""
+    unit: str = ""
+    """what a number counts (minutes, percent, capacity units); empty: not a number"""
+    allowed: str = ""
+    """what a TEXT, OPTIONAL or JSON variable may hold, in words (every other kind's is said
+    from its kind and range)"""
+    doc: str = ""
+    """what the setting does, in one line (the docs' settings table is made of these rows:
+    ``ddb_capacity_tools.settings_table``)"""
 
     def parse(self, env: Mapping[str, str]) -> Any:
         """This setting's value in ``env``, checked; raises `ConfigError`."""
@@ -155,9 +168,9 @@ class Setting:
 
     def _flag(self, raw: str | None) -> bool:
         text = (raw or "false").strip().lower()
-        if text not in ("true", "false", "1", "0", ""):
+        if text not in (*FLAG_TRUE, *FLAG_FALSE, ""):
             raise ConfigError(f"{self.name} must be true or false; got {raw!r}")
-        return text in ("true", "1")
+        return text in FLAG_TRUE
 
     def _wholes(self, raw: str | None) -> tuple[int, ...]:
         """A WHOLES value: the distinct numbers, in order."""
@@ -240,9 +253,33 @@ def _policy(name: str, scale: float = 1) -> _PolicyField:
 
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("SCALER_TAG_KEY", "tag_key", Kind.OPTIONAL, None, lambda c: c.tag_key),
-    Setting("SCALER_TAG_VALUE", "tag_value", Kind.TEXT, "true", lambda c: c.tag_value),
-    Setting("SCALER_DRY_RUN", "dry_run", Kind.FLAG, False, lambda c: c.dry_run),
+    Setting(
+        "SCALER_TAG_KEY",
+        "tag_key",
+        Kind.OPTIONAL,
+        None,
+        lambda c: c.tag_key,
+        allowed="a tag key (empty: none)",
+        doc="the tag key of tag discovery (none: no discovery); this or `SCALER_TABLES` must "
+        "be set",
+    ),
+    Setting(
+        "SCALER_TAG_VALUE",
+        "tag_value",
+        Kind.TEXT,
+        "true",
+        lambda c: c.tag_value,
+        allowed="any text",
+        doc="the value of that tag a table must carry to be discovered",
+    ),
+    Setting(
+        "SCALER_DRY_RUN",
+        "dry_run",
+        Kind.FLAG,
+        False,
+        lambda c: c.dry_run,
+        doc="decide and log, change nothing",
+    ),
     Setting(
         "SCALER_TICK_MINUTES",
         "tick_minutes",
@@ -251,8 +288,18 @@ SETTINGS: tuple[Setting, ...] = (
         lambda c: c.tick_minutes,
         1,
         60,
+        unit="minutes",
+        doc="minutes between ticks; one default for the Lambda, the construct and the simulator",
     ),
-    Setting("SCALER_MODE", "mode", Kind.MODE, Mode.AUTOPILOT, lambda c: c.mode),
+    Setting(
+        "SCALER_MODE",
+        "mode",
+        Kind.MODE,
+        Mode.AUTOPILOT,
+        lambda c: c.mode,
+        doc="`autopilot` (see [Autopilot](autopilot.md)) or `reactive` (the policy below "
+        "alone: raises for any throttle since the last raise, slow decreases, no forecast)",
+    ),
     Setting(
         "SCALER_SCALE_DOWN_TICKS",
         "scale_down_ticks",
@@ -261,6 +308,9 @@ SETTINGS: tuple[Setting, ...] = (
         lambda c: c.policy.scale_down_minutes // c.tick_minutes,
         1,
         24,
+        unit="ticks",
+        doc=f"ticks of low consumption a decrease needs (reactive: {SCALE_DOWN_MINUTES} "
+        "minutes, rounded up to whole ticks)",
     ),
     Setting(
         "SCALER_METRICS_NAMESPACE",
@@ -268,12 +318,62 @@ SETTINGS: tuple[Setting, ...] = (
         Kind.NAME,
         "DynamoDBCapacity",
         lambda c: c.namespace,
+        doc="the namespace of the scaler's own metrics",
     ),
-    Setting("SCALER_TABLES", "tables", Kind.NAMES, (), lambda c: c.tables),
-    Setting("SCALER_OVERRIDES", "overrides", Kind.JSON, {}, lambda c: c.overrides),
-    Setting("SCALER_OWNED_TARGETS", "owned_targets", Kind.JSON, {}, lambda c: c.owned_targets),
-    Setting("SCALER_REPLICAS", "replicas", Kind.JSON, {}, lambda c: c.replicas),
-    Setting("SCALER_TUNED_TARGETS", "tuned_targets", Kind.FLAG, False, lambda c: c.tuned_targets),
+    Setting(
+        "SCALER_TABLES",
+        "tables",
+        Kind.NAMES,
+        (),
+        lambda c: c.tables,
+        doc="the tables managed explicitly",
+    ),
+    Setting(
+        "SCALER_OVERRIDES",
+        "overrides",
+        Kind.JSON,
+        {},
+        lambda c: c.overrides,
+        allowed="a JSON object of table name to `min`, `max`, `target`, `read`, `write`",
+        doc='per-table limits, e.g. `{"orders": {"min": 5, "max": 900, "target": 60, '
+        '"write": {"min": 20}}}`; they win over the table\'s tags',
+    ),
+    Setting(
+        "SCALER_OWNED_TARGETS",
+        "owned_targets",
+        Kind.JSON,
+        {},
+        lambda c: c.owned_targets,
+        allowed="a JSON object of table name to `read`, `write` (target values, 20 to 90) and "
+        "`indexes` (index name to `read`, `write`); autopilot mode only",
+        doc="the target-tracking policies whose target value the autopilot owns, and the "
+        "value it sets back when no plan is in force ([Owning the target "
+        "value](autopilot.md#owning-the-target-value)); `ThrottleAwareScaler(own_target=True)` "
+        "writes it",
+    ),
+    Setting(
+        "SCALER_REPLICAS",
+        "replicas",
+        Kind.JSON,
+        {},
+        lambda c: c.replicas,
+        allowed=f"a JSON object of table name to `regions`: a list of up to "
+        f"{MAX_REPLICA_REGIONS} distinct Region names",
+        doc="a global table's replica managed here, and its other replicas' Regions, whose "
+        "write metrics its writes are decided on too ([Global "
+        "tables](global-tables.md#the-throttle-aware-scaler)); `ThrottleAwareScaler` writes it "
+        "for a replica it manages",
+    ),
+    Setting(
+        "SCALER_TUNED_TARGETS",
+        "tuned_targets",
+        Kind.FLAG,
+        False,
+        lambda c: c.tuned_targets,
+        doc="an owned dimension aims at the target value the [nightly "
+        "tuning](nightly-tuning.md) loop keeps for it in the state store (`tuned`), where "
+        "there is one, in place of its configured one; `NightlyTuning` writes it",
+    ),
     Setting(
         "SCALER_TUNED_ALLOWED",
         "tuned_allowed",
@@ -282,6 +382,10 @@ SETTINGS: tuple[Setting, ...] = (
         lambda c: c.tuned_allowed,
         20,
         90,
+        unit="percent",
+        doc="the target values the nightly tuning loop may set (its `allowed_targets`; none: "
+        "any from 20 to 90): a tuned value outside them is refused, and the dimension aims at "
+        "its configured one; `NightlyTuning` writes it",
     ),
     Setting(
         TABLE_QUOTA_ENV,
@@ -291,6 +395,10 @@ SETTINGS: tuple[Setting, ...] = (
         lambda c: c.table_quota,
         1,
         MAX_TABLE_QUOTA,
+        unit="capacity units",
+        doc="the account's per-table quota: the largest capacity read, remembered or set "
+        "(`table_quota` of the constructs; [The largest "
+        "capacity](../operations/state-store.md#the-largest-capacity))",
     ),
     Setting(
         "SCALER_DEFAULT_MIN",
@@ -300,6 +408,8 @@ SETTINGS: tuple[Setting, ...] = (
         lambda c: c.default_min,
         1,
         MAX_TABLE_QUOTA,
+        unit="capacity units",
+        doc="the least capacity of a dimension without a scalable target",
     ),
     Setting(
         "SCALER_DEFAULT_MAX",
@@ -309,6 +419,8 @@ SETTINGS: tuple[Setting, ...] = (
         lambda c: c.default_max,
         1,
         MAX_TABLE_QUOTA,
+        unit="capacity units",
+        doc="the most capacity of a dimension without a scalable target",
     ),
     Setting(
         "SCALER_TARGET_PERCENT",
@@ -318,8 +430,20 @@ SETTINGS: tuple[Setting, ...] = (
         _policy("target_utilization", 100),
         20,
         90,
+        unit="percent",
+        doc="the target utilization",
     ),
-    Setting("SCALER_BUFFER_PERCENT", "buffer", Kind.NUMBER, None, _policy("buffer", 100), 0, 70),
+    Setting(
+        "SCALER_BUFFER_PERCENT",
+        "buffer",
+        Kind.NUMBER,
+        None,
+        _policy("buffer", 100),
+        0,
+        70,
+        unit="percent",
+        doc="a decrease needs consumption below the target less this",
+    ),
     Setting(
         "SCALER_HYSTERESIS_MINUTES",
         "hysteresis_minutes",
@@ -328,6 +452,8 @@ SETTINGS: tuple[Setting, ...] = (
         lambda c: c.policy.hysteresis.total_seconds() // 60,
         0,
         1440,
+        unit="minutes",
+        doc="no decrease this soon after an increase",
     ),
     Setting(
         "SCALER_MIN_STEP_PERCENT",
@@ -337,6 +463,8 @@ SETTINGS: tuple[Setting, ...] = (
         _policy("min_step_fraction", 100),
         0,
         1000,
+        unit="percent",
+        doc="the smallest raise while throttled, of the capacity",
     ),
     Setting(
         "SCALER_MIN_STEP_UNITS",
@@ -346,6 +474,8 @@ SETTINGS: tuple[Setting, ...] = (
         _policy("min_step_units"),
         1,
         MAX_TABLE_QUOTA,
+        unit="capacity units",
+        doc="the smallest raise while throttled, in units",
     ),
     Setting(
         "SCALER_UNITS_PER_THROTTLED_REQUEST",
@@ -355,6 +485,8 @@ SETTINGS: tuple[Setting, ...] = (
         _policy("units_per_throttled_request"),
         0.5,
         400,
+        unit="capacity units",
+        doc="the capacity units a refused request would have used",
     ),
     Setting(
         "SCALER_MIN_SAVING_PERCENT",
@@ -364,6 +496,8 @@ SETTINGS: tuple[Setting, ...] = (
         _policy("min_saving_fraction", 100),
         0,
         100,
+        unit="percent",
+        doc="a decrease must save at least this",
     ),
     Setting(
         "SCALER_RESERVE_DECREASES",
@@ -373,6 +507,8 @@ SETTINGS: tuple[Setting, ...] = (
         _policy("reserve_decreases"),
         0,
         27,
+        unit="decreases",
+        doc="decreases kept for the rest of the day",
     ),
     Setting(
         "SCALER_LARGE_SAVING_PERCENT",
@@ -382,9 +518,19 @@ SETTINGS: tuple[Setting, ...] = (
         _policy("large_saving_fraction", 100),
         0,
         100,
+        unit="percent",
+        doc="the saving that may spend the decreases kept",
     ),
     Setting(
-        "SCALER_WINDOW_MINUTES", "window_minutes", Kind.WHOLE, 5, lambda c: c.window_minutes, 1, 60
+        "SCALER_WINDOW_MINUTES",
+        "window_minutes",
+        Kind.WHOLE,
+        5,
+        lambda c: c.window_minutes,
+        1,
+        60,
+        unit="minutes",
+        doc="the minutes of metrics a tick decides on",
     ),
     Setting(
         "SCALER_METRIC_LAG_MINUTES",
@@ -394,6 +540,9 @@ SETTINGS: tuple[Setting, ...] = (
         lambda c: c.metric_lag_minutes,
         0,
         10,
+        unit="minutes",
+        doc="the newest minutes, which CloudWatch may not have finished: read for raises as "
+        "soon as delivered, never for decreases",
     ),
     Setting(
         "SCALER_SHARD_ABOVE_TABLES",
@@ -403,6 +552,10 @@ SETTINGS: tuple[Setting, ...] = (
         lambda c: c.shard_above_tables,
         1,
         1_000_000,
+        unit="tables",
+        doc="with a batch queue (`CAPACITY_BATCH_QUEUE_URL`, which "
+        "`ThrottleAwareScaler(sharded=True)` sets), a tick that finds more tables than this is "
+        "sent as batches ([Fleet scale](fleet-scale.md))",
     ),
     Setting(
         "SCALER_TABLES_PER_BATCH",
@@ -412,6 +565,8 @@ SETTINGS: tuple[Setting, ...] = (
         lambda c: c.tables_per_batch,
         1,
         MAX_TABLES_PER_BATCH,
+        unit="tables",
+        doc="the tables of one batch of a sharded tick",
     ),
     Setting(
         "SCALER_RESERVED_READ_UNITS",
@@ -422,6 +577,10 @@ SETTINGS: tuple[Setting, ...] = (
         0,
         MAX_RESERVED_UNITS,
         BLOCK_UNITS,
+        unit="read capacity units",
+        doc="the Region's reserved read capacity: no decrease takes the provisioned reads of "
+        "the tables the tick decides below it ([Reserved capacity](scaler.md#reserved-capacity)); "
+        "0: none",
     ),
     Setting(
         "SCALER_RESERVED_WRITE_UNITS",
@@ -432,6 +591,8 @@ SETTINGS: tuple[Setting, ...] = (
         0,
         MAX_RESERVED_UNITS,
         BLOCK_UNITS,
+        unit="write capacity units",
+        doc="the Region's reserved write capacity, as the read one; 0: none",
     ),
     Setting(
         "SCALER_READ_LEGACY_STATE_UNTIL",
@@ -439,6 +600,9 @@ SETTINGS: tuple[Setting, ...] = (
         Kind.DATE,
         None,
         lambda c: c.read_legacy_state_until,
+        doc="the last UTC day on which 0.4's state tags are read (an upgrade's window, at most "
+        f"{MAX_LEGACY_STATE_DAYS} days ahead; `ThrottleAwareScaler(read_legacy_state_until=...)` "
+        "writes it); none: they are removed unread",
     ),
 )
 """The settings contract, one row a variable, in the order the construct writes them."""
@@ -463,43 +627,46 @@ LEGACY_SETTINGS = ("read_legacy_state_until",)
 """What it writes besides with ``read_legacy_state_until``."""
 RESERVED_SETTINGS = ("reserved_read_units", "reserved_write_units")
 """What it writes besides with ``reserved``."""
-_CONFIG_FIELDS = (
-    "tables",
-    "tag_key",
-    "tag_value",
-    "overrides",
-    "owned_targets",
-    "replicas",
-    "tuned_targets",
-    "tuned_allowed",
-    "default_min",
-    "default_max",
-    "window_minutes",
-    "metric_lag_minutes",
-    "tick_minutes",
-    "dry_run",
-    "namespace",
-    "shard_above_tables",
-    "tables_per_batch",
-    "read_legacy_state_until",
-    "table_quota",
-    "reserved_read_units",
-    "reserved_write_units",
-)
-"""The settings that are ScalerConfig's own fields (the others make its policy)."""
 
 
 def _env(key: str) -> str:
     return SETTINGS_BY_KEY[key].name
 
 
-def _check_order(
-    values: Mapping[str, Any], low: str, high: str, phrase: str, strict: bool = False
-) -> None:
-    """Refuse ``values[low]`` above ``values[high]`` (or equal, when ``strict``)."""
-    lo, hi = values[low], values[high]
-    if lo > hi or (strict and lo == hi):
-        raise ConfigError(f"{_env(low)} ({lo:g}) {phrase} {_env(high)} ({hi:g})")
+@dataclass(frozen=True)
+class Order:
+    """Two settings whose values are checked together: ``low``'s must not be above
+    ``high``'s (``strict``: must be below it)."""
+
+    low: str
+    high: str
+    strict: bool = False
+
+    @property
+    def phrase(self) -> str:
+        """How a refusal says the rule."""
+        return "must be below" if self.strict else "must not be above"
+
+    @property
+    def fixed(self) -> bool:
+        """Whether both settings have a default of their own (checked as soon as read; the
+        others once the mode's policy has filled in the values not given)."""
+        return all(SETTINGS_BY_KEY[k].default is not None for k in (self.low, self.high))
+
+    def check(self, values: Mapping[str, Any]) -> None:
+        """Refuse ``values[low]`` above ``values[high]`` (or equal, when ``strict``)."""
+        lo, hi = values[self.low], values[self.high]
+        if lo > hi or (self.strict and lo == hi):
+            raise ConfigError(f"{_env(self.low)} ({lo:g}) {self.phrase} {_env(self.high)} ({hi:g})")
+
+
+ORDERS = (
+    Order("default_min", "default_max"),
+    Order("default_max", "table_quota"),
+    Order("buffer", "target", strict=True),
+    Order("min_step_units", "table_quota"),
+)
+"""The settings checked against one another, in the order checked."""
 
 
 def _overrides(name: str, raw: str) -> dict[str, Any]:
@@ -555,10 +722,6 @@ def _check_owned(owned: Mapping[str, Any], mode: Mode) -> None:
                 f"{name}: table {table} indexes must be an object of index name to "
                 f"{{read, write}}; got {indexes!r}"
             )
-
-
-MAX_REPLICA_REGIONS = 50
-"""The most other Regions one global table's replica is read with."""
 
 
 def _check_replicas(replicas: Mapping[str, Any]) -> None:
@@ -664,8 +827,9 @@ class ScalerConfig:
                 f"no tables to manage: set {_env('tables')} (comma-separated names) "
                 f"or {_env('tag_key')} (tag discovery)"
             )
-        _check_order(values, "default_min", "default_max", "must not be above")
-        _check_order(values, "default_max", "table_quota", "must not be above")
+        for order in ORDERS:
+            if order.fixed:
+                order.check(values)
         tick, mode = values["tick_minutes"], values["mode"]
         _check_owned(values["owned_targets"], mode)
         _check_replicas(values["replicas"])
@@ -674,8 +838,9 @@ class ScalerConfig:
             if values[setting.key] is None and setting.default is None:
                 value = setting.value_of(defaults)
                 values[setting.key] = int(value) if setting.kind is Kind.WHOLE else value
-        _check_order(values, "buffer", "target", "must be below", strict=True)
-        _check_order(values, "min_step_units", "table_quota", "must not be above")
+        for order in ORDERS:
+            if not order.fixed:
+                order.check(values)
         policy = replace(
             for_mode(mode, tick),
             scale_down_minutes=tick * values["scale_down_ticks"],
@@ -686,8 +851,8 @@ class ScalerConfig:
                 if isinstance(s.value_of, _PolicyField)
             },
         )
-        kept = {k: values[k] for k in _CONFIG_FIELDS}
-        return cls(policy=policy, **kept)
+        own = {f.name for f in fields(cls)}
+        return cls(policy=policy, **{k: v for k, v in values.items() if k in own})
 
     def to_env(self, keys: Iterable[str] | None = None) -> dict[str, str]:
         """The ``SCALER_*`` variables that `from_env` reads back as this configuration:
