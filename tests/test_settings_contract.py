@@ -27,6 +27,7 @@ from ddb_capacity_runtime.core.settings import (
     Setting,
     for_mode,
 )
+from ddb_capacity_tools import settings_table
 from tests.hypothesis_profiles import examples
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -216,3 +217,41 @@ def test_the_construct_writes_what_the_lambda_reads() -> None:
     # and the construct wrote its own settings through the contract, in its order
     own = [SETTINGS_BY_KEY[k].name for k in CONSTRUCT_SETTINGS]
     assert [k for k in variables if k in own] == own
+
+
+def test_the_docs_settings_table_is_the_one_the_contract_makes(tmp_path: Path) -> None:
+    # GIVEN the page as committed
+    page = ROOT / settings_table.PAGE
+    # THEN its table is the contract's, as `make settings-table` writes it
+    assert settings_table.main(["--check", "--page", str(page)]) == 0, (
+        "run `make settings-table` and commit docs/guides/scaler-runtime.md"
+    )
+    # and a row that says anything else is caught, and written back as the contract says
+    stale = tmp_path / "page.md"
+    stale.write_text(page.read_text().replace("| 40,000 |", "| 80,000 |"))
+    assert settings_table.main(["--check", "--page", str(stale)]) == 1
+    assert settings_table.main(["--page", str(stale)]) == 0
+    assert stale.read_text() == page.read_text()
+
+
+def test_the_docs_table_has_one_row_a_setting_with_its_range() -> None:
+    # GIVEN the rows of the page's settings table
+    text = (ROOT / settings_table.PAGE).read_text()
+    table = text.split(settings_table.BEGIN)[1].split(settings_table.END)[0]
+    rows = [r.split(" | ") for r in table.splitlines() if r.startswith("| `")]
+    # THEN each setting has one row, in the contract's order
+    assert [r[0] for r in rows] == [f"| `{s.name}`" for s in SETTINGS]
+    for row, setting in zip(rows, SETTINGS, strict=True):
+        # with the range the Lambda checks, and a unit for every number
+        if setting.kind in (Kind.WHOLE, Kind.NUMBER, Kind.WHOLES):
+            assert f"from {settings_table.number(setting.lo)} to " in row[2], row
+            assert f" to {settings_table.number(setting.hi)}" in row[2], row
+            assert row[3], f"{setting.name} has no unit"
+        assert row[4].strip(" |"), f"{setting.name} says nothing of what it does"
+
+
+def test_a_page_without_the_markers_is_refused(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(f"# Settings\n\n{settings_table.END}\n{settings_table.BEGIN}\n")
+    with pytest.raises(ValueError, match="must hold"):
+        settings_table.main(["--check", "--page", str(page)])

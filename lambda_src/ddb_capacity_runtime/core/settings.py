@@ -297,7 +297,7 @@ SETTINGS: tuple[Setting, ...] = (
         Kind.MODE,
         Mode.AUTOPILOT,
         lambda c: c.mode,
-        doc="`autopilot` (see [Autopilot](autopilot.md)) or `reactive` (the policy below "
+        doc="`autopilot` (see [Autopilot](autopilot.md)) or `reactive` (the scaling policy "
         "alone: raises for any throttle since the last raise, slow decreases, no forecast)",
     ),
     Setting(
