@@ -13,10 +13,9 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
+from ddb_capacity_runtime.core.setting_values import FLAG_FALSE, FLAG_TRUE
 from ddb_capacity_runtime.core.settings import (
     DEFAULT_TICK_MINUTES,
-    FLAG_FALSE,
-    FLAG_TRUE,
     MODES,
     ORDERS,
     SETTINGS,

@@ -1,23 +1,31 @@
 """Runs in: scaler Lambda, broker Lambda, CDK app (synth), workstation (simulator).
 
 The settings contract of the scaler, shared by the construct and the Lambda: one table of
-environment variables (`SETTINGS`), read and written from it, validated; a mode's
-policy (`for_mode`); and per-table limits from configuration overrides or table
-tags."""
+environment variables (`SETTINGS`), each declared once with its field, kind, default, range,
+unit and what it does; the configuration read and written from it, validated
+(`ScalerConfig`); and per-table limits from configuration overrides or table tags. The
+construct's variable names and ranges, the simulator's (``ddb_capacity_tools``) and the
+docs' settings table (``ddb_capacity_tools.settings_table``) are all taken from it."""
 
 from __future__ import annotations
 
 import json
-import math
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, date, datetime, timedelta
-from enum import StrEnum
 from typing import Any
 
 from ..core.errors import ConfigError as ConfigError
 from ..core.errors import OverrideError as OverrideError
+from .modes import DEFAULT_TICK_MINUTES as DEFAULT_TICK_MINUTES
+from .modes import DELIVERY_MINUTES as DELIVERY_MINUTES
+from .modes import LATE_MINUTES as LATE_MINUTES
+from .modes import MODES as MODES
+from .modes import SCALE_DOWN_MINUTES as SCALE_DOWN_MINUTES
+from .modes import Mode as Mode
+from .modes import for_mode as for_mode
+from .modes import late_minutes as late_minutes
+from .modes import scale_down_ticks as scale_down_ticks
 from .names import (
     DEFAULT_TABLE_QUOTA,
     DIMENSIONS,
@@ -25,29 +33,22 @@ from .names import (
     TABLE_QUOTA_ENV,
     TAG_PREFIX,
 )
-from .policy import PolicyConfig, autopilot_config
+from .policy import PolicyConfig
 from .reservation import BLOCK_UNITS, MAX_RESERVED_UNITS, Reservation
+from .setting_values import MAX_REPLICA_REGIONS as MAX_REPLICA_REGIONS
+from .setting_values import Kind as Kind
+from .setting_values import (
+    PolicyField,
+    check_owned,
+    check_replicas,
+    date_value,
+    flag,
+    listed,
+    number,
+    overrides,
+    wholes,
+)
 from .table_limits import Limits, RefusedTag, conflicting_tags, limits_of
-from .validators import is_number, is_region
-
-DEFAULT_TICK_MINUTES = 2
-"""The one tick default of the Lambda, the construct and the simulator: CloudWatch delivers a minute
-1-3 minutes late, so a 2-minute tick acts on throttling about as soon as it is visible."""
-SCALE_DOWN_MINUTES = 15
-"""Consumption must stay low this long before a decrease, whatever the tick."""
-LATE_MINUTES = 2
-"""Newest minutes of a window CloudWatch may not have delivered yet beyond the metric lag (it
-delivers a minute 1-3 minutes late): a tick decides on the minutes before them."""
-DELIVERY_MINUTES = 3
-"""CloudWatch delivers a minute up to this many minutes late, whatever the metric lag."""
-
-
-def late_minutes(lag_minutes: int) -> int:
-    """The newest minutes of a window read with a metric lag of ``lag_minutes`` that may still
-    be on their way (the lag's and LATE_MINUTES, DELIVERY_MINUTES at least): a minute among
-    them without a datapoint is unknown, not idle, and not a sign that the data stopped."""
-    return max(lag_minutes + LATE_MINUTES, DELIVERY_MINUTES)
-
 
 DEFAULT_SHARD_ABOVE_TABLES = 1_000
 """Above this many tables found, a tick with a batch queue is sharded: one invocation runs about
@@ -60,64 +61,6 @@ MAX_TABLES_PER_BATCH = 500
 MAX_LEGACY_STATE_DAYS = 30
 """0.4's state tags are read only until a date at most this many days ahead (an upgrade's window:
 ``read_legacy_state_until``); after it, and without it, they are removed unread."""
-_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
-"""A date as the settings write it."""
-MAX_REPLICA_REGIONS = 50
-"""The most other Regions one global table's replica is read with."""
-FLAG_TRUE = ("true", "1")
-FLAG_FALSE = ("false", "0")
-"""What a flag's variable may hold (any case; empty: false)."""
-
-
-class Mode(StrEnum):
-    """The scaler's modes: ``autopilot`` (the default) and ``reactive``
-    (`policy.autopilot_config`: no chasing a burst that is over, prompt decreases)."""
-
-    REACTIVE = "reactive"
-    AUTOPILOT = "autopilot"
-
-
-MODES = tuple(m.value for m in Mode)
-"""The modes' names, for messages."""
-
-
-def scale_down_ticks(tick_minutes: int, mode: str = Mode.REACTIVE) -> int:
-    """Ticks of low consumption before a decrease at ``tick_minutes``: SCALE_DOWN_MINUTES,
-    or the autopilot's own span."""
-    auto = mode == Mode.AUTOPILOT
-    minutes = autopilot_config().scale_down_minutes if auto else SCALE_DOWN_MINUTES
-    return math.ceil(minutes / tick_minutes)
-
-
-def for_mode(
-    mode: str, tick_minutes: int = DEFAULT_TICK_MINUTES, target_utilization: float = 0.7
-) -> PolicyConfig:
-    """The policy the scaler runs in ``mode`` at ``tick_minutes`` with every other setting at
-    its default: what `ScalerConfig.from_env` starts from, and what the simulator
-    runs for a mode. Raises ValueError for an unknown mode."""
-    auto = Mode(mode) is Mode.AUTOPILOT
-    policy = (
-        autopilot_config(target_utilization)
-        if auto
-        else PolicyConfig(target_utilization=target_utilization)
-    )
-    return replace(policy, scale_down_minutes=tick_minutes * scale_down_ticks(tick_minutes, mode))
-
-
-class Kind(StrEnum):
-    """How a setting's variable is written."""
-
-    WHOLE = "whole number"
-    NUMBER = "number"
-    FLAG = "flag"
-    TEXT = "text"  # as given, empty included
-    NAME = "name"  # empty: the default
-    OPTIONAL = "optional"  # empty: None
-    NAMES = "names"  # comma-separated
-    WHOLES = "whole numbers"  # comma-separated, each from lo to hi; empty: none
-    JSON = "json"
-    MODE = "mode"
-    DATE = "date"  # YYYY-MM-DD; empty: None
 
 
 @dataclass(frozen=True)
@@ -146,41 +89,33 @@ class Setting:
     """what the setting does, in one line (the docs' settings table is made of these rows:
     ``ddb_capacity_tools.settings_table``)"""
 
+    @property
+    def range(self) -> tuple[float, float]:
+        """A number's lowest and highest value, both allowed."""
+        return self.lo, self.hi
+
     def parse(self, env: Mapping[str, str]) -> Any:
         """This setting's value in ``env``, checked; raises `ConfigError`."""
         raw = env.get(self.name)
         if self.kind in (Kind.WHOLE, Kind.NUMBER):
-            return self.default if raw is None or raw == "" else self._number(raw)
+            if raw is None or raw == "":
+                return self.default
+            whole = self.kind is Kind.WHOLE
+            return number(self.name, raw, whole, self.lo, self.hi, self.step)
         if self.kind is Kind.FLAG:
-            return self._flag(raw)
+            return flag(self.name, raw)
         if self.kind is Kind.WHOLES:
-            return self._wholes(raw)
+            return wholes(self.name, raw, self.lo, self.hi)
         if self.kind in (Kind.TEXT, Kind.OPTIONAL, Kind.NAMES):
             return self._text(raw)
         if self.kind is Kind.JSON:
-            return _overrides(self.name, raw or "{}")
+            return overrides(self.name, raw or "{}")
         if self.kind is Kind.DATE:
-            return _date(self.name, raw)
+            return date_value(self.name, raw)
         value = raw or self.default
         if self.kind is Kind.MODE and value not in MODES:
             raise ConfigError(f"{self.name}: got {value!r}; expected one of {', '.join(MODES)}")
         return Mode(value) if self.kind is Kind.MODE else value
-
-    def _flag(self, raw: str | None) -> bool:
-        text = (raw or "false").strip().lower()
-        if text not in (*FLAG_TRUE, *FLAG_FALSE, ""):
-            raise ConfigError(f"{self.name} must be true or false; got {raw!r}")
-        return text in FLAG_TRUE
-
-    def _wholes(self, raw: str | None) -> tuple[int, ...]:
-        """A WHOLES value: the distinct numbers, in order."""
-        texts = _listed(raw)
-        if not all(t.isascii() and t.isdigit() and self.lo <= int(t) <= self.hi for t in texts):
-            raise ConfigError(
-                f"{self.name} must be whole numbers from {self.lo:g} to {self.hi:g}, "
-                f"comma-separated; got {raw!r}"
-            )
-        return tuple(sorted({int(t) for t in texts}))
 
     def _text(self, raw: str | None) -> str | None | tuple[str, ...]:
         """A TEXT (as given), OPTIONAL (empty: None) or NAMES (comma-separated) value."""
@@ -188,7 +123,7 @@ class Setting:
             return self.default if raw is None else raw
         if self.kind is Kind.OPTIONAL:
             return (raw or "").strip() or None
-        return _listed(raw)
+        return listed(raw)
 
     def render(self, value: Any) -> str:
         """``value`` as this setting's variable holds it."""
@@ -205,51 +140,6 @@ class Setting:
         if self.kind is Kind.DATE:
             return value.isoformat() if value else ""
         return str(value or "")
-
-    def _number(self, raw: str) -> float:
-        parse: Callable[[str], float] = int if self.kind is Kind.WHOLE else float
-        try:
-            value = parse(raw)
-        except ValueError:
-            raise ConfigError(
-                f"{self.name} must be a {self.kind} from {self.lo:g} to {self.hi:g}; got {raw!r}"
-            ) from None
-        if not self.lo <= value <= self.hi:
-            raise ConfigError(f"{self.name} must be from {self.lo:g} to {self.hi:g}; got {raw!r}")
-        if value % self.step:
-            raise ConfigError(
-                f"{self.name} must be a multiple of {self.step} from {self.lo:g} to "
-                f"{self.hi:g}; got {raw!r}"
-            )
-        return value
-
-
-def _listed(raw: str | None) -> tuple[str, ...]:
-    """The comma-separated items of a NAMES or WHOLES variable, each stripped; empty
-    ones left out."""
-    return tuple(t.strip() for t in (raw or "").split(",") if t.strip())
-
-
-@dataclass(frozen=True)
-class _PolicyField:
-    """A setting that is one field of the policy: the variable holds the field times
-    ``scale`` (a fraction as a percentage: 0.2 is 20)."""
-
-    name: str
-    scale: float = 1
-
-    def __call__(self, config: ScalerConfig) -> float:
-        """The field of ``config`` as its variable holds it (20, not the
-        20.000000000000004 of 0.2 * 100)."""
-        return float(f"{getattr(config.policy, self.name) * self.scale:.12g}")
-
-    def field_value(self, value: Any) -> Any:
-        """The policy field's value for the variable's ``value``."""
-        return value / self.scale if self.scale != 1 else value
-
-
-def _policy(name: str, scale: float = 1) -> _PolicyField:
-    return _PolicyField(name, scale)
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -427,7 +317,7 @@ SETTINGS: tuple[Setting, ...] = (
         "target",
         Kind.NUMBER,
         None,
-        _policy("target_utilization", 100),
+        PolicyField("target_utilization", 100),
         20,
         90,
         unit="percent",
@@ -438,7 +328,7 @@ SETTINGS: tuple[Setting, ...] = (
         "buffer",
         Kind.NUMBER,
         None,
-        _policy("buffer", 100),
+        PolicyField("buffer", 100),
         0,
         70,
         unit="percent",
@@ -460,7 +350,7 @@ SETTINGS: tuple[Setting, ...] = (
         "min_step_percent",
         Kind.NUMBER,
         None,
-        _policy("min_step_fraction", 100),
+        PolicyField("min_step_fraction", 100),
         0,
         1000,
         unit="percent",
@@ -471,7 +361,7 @@ SETTINGS: tuple[Setting, ...] = (
         "min_step_units",
         Kind.WHOLE,
         None,
-        _policy("min_step_units"),
+        PolicyField("min_step_units"),
         1,
         MAX_TABLE_QUOTA,
         unit="capacity units",
@@ -482,7 +372,7 @@ SETTINGS: tuple[Setting, ...] = (
         "units_per_throttled_request",
         Kind.NUMBER,
         None,
-        _policy("units_per_throttled_request"),
+        PolicyField("units_per_throttled_request"),
         0.5,
         400,
         unit="capacity units",
@@ -493,7 +383,7 @@ SETTINGS: tuple[Setting, ...] = (
         "min_saving_percent",
         Kind.NUMBER,
         None,
-        _policy("min_saving_fraction", 100),
+        PolicyField("min_saving_fraction", 100),
         0,
         100,
         unit="percent",
@@ -504,7 +394,7 @@ SETTINGS: tuple[Setting, ...] = (
         "reserve_decreases",
         Kind.WHOLE,
         None,
-        _policy("reserve_decreases"),
+        PolicyField("reserve_decreases"),
         0,
         27,
         unit="decreases",
@@ -515,7 +405,7 @@ SETTINGS: tuple[Setting, ...] = (
         "large_saving_percent",
         Kind.NUMBER,
         None,
-        _policy("large_saving_fraction", 100),
+        PolicyField("large_saving_fraction", 100),
         0,
         100,
         unit="percent",
@@ -669,79 +559,6 @@ ORDERS = (
 """The settings checked against one another, in the order checked."""
 
 
-def _overrides(name: str, raw: str) -> dict[str, Any]:
-    """The overrides variable: a JSON object of table name to an object."""
-    try:
-        overrides = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"{name} must be a JSON object of table name to "
-            f"{{min, max, target}}; got invalid JSON ({exc.msg})"
-        ) from None
-    if not isinstance(overrides, dict) or not all(isinstance(v, dict) for v in overrides.values()):
-        raise ConfigError(
-            f"{name} must be a JSON object of table name to {{min, max, target}}; got {raw[:200]!r}"
-        )
-    return overrides
-
-
-def _date(name: str, raw: str | None) -> date | None:
-    """A date variable: YYYY-MM-DD, or empty (None)."""
-    text = (raw or "").strip()
-    if not text:
-        return None
-    try:
-        if _DATE.fullmatch(text):
-            return date.fromisoformat(text)
-    except ValueError:
-        pass  # a day or month that does not exist
-    raise ConfigError(f"{name} must be a date as YYYY-MM-DD (or empty: none); got {raw!r}")
-
-
-def _check_owned(owned: Mapping[str, Any], mode: Mode) -> None:
-    """The owned targets variable: each table's ``read`` and ``write`` (and each index's)
-    a target value from 20 to 90; only in the autopilot mode, whose plans set them."""
-    name = _env("owned_targets")
-    if owned and mode is not Mode.AUTOPILOT:
-        raise ConfigError(f"{name} needs {_env('mode')} {Mode.AUTOPILOT}; got {mode}")
-    for table, spec in owned.items():
-        indexes = spec.get("indexes", {})
-        scopes = [("", spec)] + (
-            [(f" index {i}", v) for i, v in indexes.items()] if isinstance(indexes, dict) else []
-        )
-        for where, values in scopes:
-            for dim in DIMENSIONS:
-                value = values.get(dim) if isinstance(values, dict) else None
-                if value is not None and not is_number(value, 20, 90):
-                    raise ConfigError(
-                        f"{name}: table {table}{where} {dim} must be a target value from 20 "
-                        f"to 90; got {value!r}"
-                    )
-        if not isinstance(indexes, dict):
-            raise ConfigError(
-                f"{name}: table {table} indexes must be an object of index name to "
-                f"{{read, write}}; got {indexes!r}"
-            )
-
-
-def _check_replicas(replicas: Mapping[str, Any]) -> None:
-    """The replicas variable: each global table's ``regions``, its other replicas' Regions
-    (at most `MAX_REPLICA_REGIONS`, each a Region's name, none twice)."""
-    name = _env("replicas")
-    for table, spec in replicas.items():
-        regions = spec.get("regions")
-        if not (
-            isinstance(regions, list)
-            and len(regions) <= MAX_REPLICA_REGIONS
-            and all(is_region(r) for r in regions)
-            and len(set(regions)) == len(regions)
-        ):
-            raise ConfigError(
-                f"{name}: table {table} regions must be a list of up to {MAX_REPLICA_REGIONS} "
-                f"distinct Region names (its other replicas'); got {str(regions)[:200]!r}"
-            )
-
-
 def _default(key: str) -> Any:
     return SETTINGS_BY_KEY[key].default
 
@@ -831,8 +648,8 @@ class ScalerConfig:
             if order.fixed:
                 order.check(values)
         tick, mode = values["tick_minutes"], values["mode"]
-        _check_owned(values["owned_targets"], mode)
-        _check_replicas(values["replicas"])
+        check_owned(_env("owned_targets"), values["owned_targets"], _env("mode"), mode)
+        check_replicas(_env("replicas"), values["replicas"])
         defaults = cls(tick_minutes=tick, policy=for_mode(mode, tick))
         for setting in SETTINGS:
             if values[setting.key] is None and setting.default is None:
@@ -848,7 +665,7 @@ class ScalerConfig:
             **{
                 s.value_of.name: s.value_of.field_value(values[s.key])
                 for s in SETTINGS
-                if isinstance(s.value_of, _PolicyField)
+                if isinstance(s.value_of, PolicyField)
             },
         )
         own = {f.name for f in fields(cls)}
