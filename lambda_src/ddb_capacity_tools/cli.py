@@ -57,6 +57,7 @@ from ddb_capacity_runtime.aws.clients import NO_REGION
 from ddb_capacity_runtime.aws.error_codes import describe_error
 from ddb_capacity_runtime.core.errors import CapacityRequestError, shown
 from ddb_capacity_runtime.core.names import is_table_name
+from ddb_capacity_runtime.core.settings import SETTINGS_BY_KEY
 from ddb_capacity_runtime.core.validators import is_region
 
 from . import advise as advise_module
@@ -549,8 +550,11 @@ def _check_score_from(args: argparse.Namespace) -> None:
 def _check_run(args: argparse.Namespace, params: ModelParams) -> None:
     """simulate's and backtest's options that need no trace, checked before one is read
     (a backtest's needs AWS: a bad option is named before a missing Region is)."""
-    if args.tick < 1 or args.tick > 60:
-        raise PolicyError(f"--tick: got {args.tick}; expected whole minutes from 1 to 60")
+    low, high = SETTINGS_BY_KEY["tick_minutes"].range  # the scaler's own
+    if not low <= args.tick <= high:
+        raise PolicyError(
+            f"--tick: got {args.tick}; expected whole minutes from {low:g} to {high:g}"
+        )
     if not 1 <= args.workers <= 64:
         raise PolicyError(f"--workers: got {args.workers}; expected a whole number from 1 to 64")
     for name in args.policy or []:

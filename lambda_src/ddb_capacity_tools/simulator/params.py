@@ -9,11 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 
-from ddb_capacity_runtime.core.reservation import (
-    MAX_RESERVED_UNITS,
-    Reservation,
-    reserved_problem,
-)
+from ddb_capacity_runtime.core.names import DEFAULT_TABLE_QUOTA
+from ddb_capacity_runtime.core.reservation import Reservation, reserved_problem
+from ddb_capacity_runtime.core.settings import RESERVED_SETTINGS, SETTINGS_BY_KEY
 from ddb_capacity_runtime.core.validators import is_number
 
 from ..tool_errors import ModelError as ModelError
@@ -46,7 +44,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "update_minutes": (0, 10),
     "units_per_request": (0.001, 1000),
     "min_capacity": (1, 40_000),
-    "max_capacity": (1, 1_000_000),
+    "max_capacity": SETTINGS_BY_KEY["default_max"].range,
     "warmup_minutes": (0, 1440),
     "retries": (0, 20),
     "burst_fraction": (0, 1),
@@ -66,12 +64,13 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "fast_path_cap": (1, 1_000_000),
     "warm_update_seconds": (0, 600),
     "stream_seconds": (1, 600),
-    "reserved_read_units": (0, MAX_RESERVED_UNITS),
-    "reserved_write_units": (0, MAX_RESERVED_UNITS),
+    **{key: SETTINGS_BY_KEY[key].range for key in RESERVED_SETTINGS},
 }
-"""Each field's range (both ends allowed)."""
-HUNDREDS = frozenset({"reserved_read_units", "reserved_write_units"})
-"""The fields that take whole hundreds only (reserved capacity's blocks of 100 units)."""
+"""Each field's range (both ends allowed); a field that is also a setting of the scaler
+(`ddb_capacity_runtime.core.settings.SETTINGS`) takes that setting's."""
+HUNDREDS = frozenset(RESERVED_SETTINGS)
+"""The fields that take whole hundreds only (reserved capacity's blocks of 100 units): the
+scaler's reserved units settings."""
 
 
 def bound_text(value: float) -> str:
@@ -163,7 +162,7 @@ class ModelParams:
     update_minutes: int = 1
     units_per_request: float = 1.0
     min_capacity: int = 1
-    max_capacity: int = 40_000
+    max_capacity: int = DEFAULT_TABLE_QUOTA
     warmup_minutes: int = 60
     retries: int = 0
     burst_fraction: float = 1.0
