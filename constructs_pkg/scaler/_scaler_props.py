@@ -14,11 +14,9 @@ from aws_cdk import Duration
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 from ddb_capacity_runtime.core.settings import (
-    DEFAULT_SHARD_ABOVE_TABLES,
-    DEFAULT_TABLES_PER_BATCH,
     MAX_LEGACY_STATE_DAYS,
-    MAX_TABLES_PER_BATCH,
     MODES,
+    SETTINGS_BY_KEY,
     OverrideError,
     ScalerConfig,
 )
@@ -39,9 +37,11 @@ def tick_minutes(where: str, tick: Duration, mode: str, updating_for_ticks: int)
     known_duration(where, "tick", tick)
     duration_prop(where, "tick", tick, Duration.seconds(0))  # the range is said below
     seconds = tick.to_seconds()
-    if seconds % 60 or not 60 <= seconds <= 3600:
+    low, high = (int(m) for m in SETTINGS_BY_KEY["tick_minutes"].range)
+    if seconds % 60 or not low * 60 <= seconds <= high * 60:
         raise CapacityConfigError(
-            f"{where}: tick must be whole minutes from 1 to 60; got {tick.to_human_string()}"
+            f"{where}: tick must be whole minutes from {low} to {high}; "
+            f"got {tick.to_human_string()}"
         )
     if mode not in MODES:
         raise CapacityConfigError(f"{where}: mode must be one of {', '.join(MODES)}; got {mode!r}")
@@ -115,9 +115,10 @@ def checked_sharding(
     ``shard_above_tables``, ``tables_per_batch`` and ``batch_concurrency`` with their
     defaults."""
     bool_prop(where, "sharded", sharded)
+    shard, batch = (SETTINGS_BY_KEY[k] for k in ("shard_above_tables", "tables_per_batch"))
     checks = (
-        ("shard_above_tables", above, 1, 1_000_000, DEFAULT_SHARD_ABOVE_TABLES),
-        ("tables_per_batch", per_batch, 1, MAX_TABLES_PER_BATCH, DEFAULT_TABLES_PER_BATCH),
+        (shard.key, above, int(shard.lo), int(shard.hi), shard.default),
+        (batch.key, per_batch, int(batch.lo), int(batch.hi), batch.default),
         ("batch_concurrency", concurrency, *CONCURRENCY_RANGE, DEFAULT_BATCH_CONCURRENCY),
     )
     out = []
