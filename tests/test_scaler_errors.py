@@ -309,7 +309,7 @@ def test_defaults() -> None:
 
 
 def test_one_tick_default_everywhere() -> None:
-    from constructs_pkg.scaler._scaler import DEFAULT_TICK
+    from constructs_pkg.scaler._scaler_props import DEFAULT_TICK
     from ddb_capacity_tools.simulator.policies import DEFAULT_TICK_MINUTES
 
     assert ScalerConfig.from_env(ONE_TABLE).tick_minutes == ScalerConfig().tick_minutes == 2

@@ -21,7 +21,6 @@ from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 from ddb_capacity_runtime.core.names import DIMENSIONS, STORE_ENV, WORST_TABLE_METRICS
 from ddb_capacity_runtime.core.settings import (
     CONSTRUCT_SETTINGS,
-    DEFAULT_TICK_MINUTES,
     LEGACY_SETTINGS,
     RESERVED_SETTINGS,
     SETTINGS_BY_KEY,
@@ -46,7 +45,7 @@ from ..common._props import Checked, MetricProps, ReservedCapacity, bool_prop
 from ..common._runtime import state_store_table
 from ..common._scheduled_function import scheduled_function
 from ..global_tables._replica import Replica, ReplicaSource, check_account
-from ..table._capacity import DEFAULT_TABLE_QUOTA, check_table_quota
+from ..table._capacity import check_table_quota
 from ..table._parts import table_keys
 from ..table._table import (
     SCALER_GLOBAL,
@@ -62,10 +61,8 @@ from ._grants import ScalerGrants
 from ._overrides import ScalerOverrides
 from ._scaler_alarms import NAMESPACE as NAMESPACE
 from ._scaler_alarms import AlarmedScaler, ScalerAlarms
+from ._scaler_props import ScalerProps
 
-DEFAULT_TICK = Duration.minutes(DEFAULT_TICK_MINUTES)
-"""Default tick: CloudWatch delivers a minute 1-3 minutes late; ticking every 2 minutes acts on
-throttling about as soon as it is visible, at half the 5-minute delay of the 2019 Lambda article."""
 TIMEOUT = Duration.minutes(3)
 """Sized from benchmarks/scaler_tick.py: 1,000 tables x 2 GSIs is ~1,040 AWS calls a tick."""
 MEMORY_MB = 256
@@ -132,106 +129,13 @@ ALARM_IDS = (
     "HotKey",
 )
 """The scaler's alarms, by stable id (``alarm_options``, ``alarms``)."""
-DEFAULT_PINNED_FOR = Duration.minutes(30)
-DEFAULT_THROTTLED_FOR = Duration.minutes(10)
-DEFAULT_UPDATING_TICKS = 5
-"""Ticks in a row that find a table UPDATING before it alarms: 10 minutes at the default tick,
-longer than an UpdateTable of capacity takes ("several minutes")."""
 
 
 class ThrottleAwareScaler(Construct):
     """A scheduled Lambda that raises capacity at once when requests are throttled.
 
-    :param tables: tables to manage explicitly (``ProvisionedTable`` or any ``ITable``), as
-        a list. Default: none.
-    :param tag_key: also manage every table carrying the tag ``tag_key=tag_value``.
-        Default: no tag discovery. Permissions for discovered tables are scoped by the tag
-        (ABAC).
-    :param tag_value: the value of that tag. Default: ``"true"``.
-    :param overrides: per-table ``{"min", "max", "target", "read": {...}, "write": {...}}``,
-        keyed by table name (or a table's ``table_name``), each checked at synth as the
-        Lambda checks it. For tables without ranges of their own: a ``ProvisionedTable``'s
-        (a ``TableCapacity``'s, a global table replica's) are its ``Capacity``, which its
-        scalable targets hold and a tick reads there, so an override naming one is refused.
-    :param tick: how often it runs. Default: 2 minutes (docs: Scaler, why).
-    :param dry_run: decide and log, change nothing. Default: False.
-    :param mode: ``"autopilot"`` (default) or ``"reactive"``. The autopilot sizes raises by
-        the newest minutes only (no chasing a burst that is over), decreases promptly after
-        a burst, and forecasts recurring load once an hour per table, planned per 5 minutes
-        and kept in the state store, raising the minimum ahead of a known peak and holding
-        it until the peak is over (docs: Autopilot). ``"reactive"`` is 0.3's policy.
-    :param alarm_topic: where the alarms go. Default: the stack's shared library topic
-        (one SNS topic, SSL enforced, encrypted with one KMS key, for every construct of the
-        library in the stack given none).
-    :param topic: the earlier name of ``alarm_topic`` (a warning at synth).
-    :param pinned_at_max_for: alarm when a table sits at its max this long. Default 30 min.
-    :param throttled_for: alarm when a managed table is throttled this long. Default 10 min.
-    :param updating_for_ticks: alarm when a managed table is found UPDATING (and so
-        skipped), or its raises are left for the next tick (``retry-next-tick``), by this many
-        ticks in a row: a whole number from 1 to a day's ticks. Default 5.
-    :param hot_key_for: alarm when a managed table's requests are throttled by a hot key
-        (key-range throttles, which capacity cannot fix and the scaler never raises for)
-        in every tick for this long: from one tick to a day. Default 10 minutes, or one
-        tick where the tick is longer. One alarm
-        per managed table; its description points to CloudWatch Contributor Insights in
-        its throttled-keys mode, which names the keys (docs: Hot keys).
-    :param own_target: the autopilot also owns target tracking's target value of each
-        ``ProvisionedTable`` it manages (table and GSIs): while a plan's floor is in force it
-        sets the dimension's target-tracking policy to the plan's aim (up to 90 %, as high
-        as the forecast's error allows), and back to the ``Capacity``'s
-        ``target_utilization_percent`` after, so target tracking scales in as far as the
-        forecast allows. Autopilot mode only. CloudFormation keeps the configured value, so
-        drift detection reports the policy while a plan is in force (docs: Autopilot,
-        "Owning the target value"). Default False.
-    :param sharded: deploy the batch path of a sharded tick: an SQS queue (child
-        ``BatchQueue``) and a batch function (child ``BatchFunction``) with its alarms. A
-        tick that finds more than ``shard_above_tables`` tables then sends them in batches
-        to the queue, and the batch function ticks each batch on its own, before the next
-        tick (docs: Fleet scale). Default False: one invocation ticks every table (about
-        1,500 within a 2-minute tick); above ``shard_above_tables`` it logs
-        ``shard-advised``.
-    :param shard_above_tables: with ``sharded``, the table count above which a tick is
-        sharded, from 1 to 1,000,000. Default 1,000.
-    :param tables_per_batch: with ``sharded``, tables in a batch, from 1 to 500. Default
-        125 (with 2 GSIs each, 1,500 metric queries: 3 full GetMetricData calls).
-    :param batch_concurrency: with ``sharded``, batches ticked at once (the event source's
-        maximum concurrency, and the batch function's reserved concurrency, which must
-        leave the account 100 unreserved), from 2 to 1,000. Default 10.
-    :param read_legacy_state_until: an upgrade from 0.4 only: the last UTC day (a
-        ``datetime.date``, from today to 30 days ahead) on which the scaler reads 0.4's
-        state tags (``ddb-capacity:base-min:*``, the minimum it held raised) on a table it
-        sees for the first time, and moves them into the state store; a remembered minimum
-        is never moved below the dimension's configured one (its ``overrides`` min, a
-        ``ProvisionedTable``'s range, else the target's minimum now). Default: never read:
-        such tags are removed unread and counted as ignored (docs: Scaler, "Upgrading
-        from 0.4").
-    :param table_quota: the account's per-table capacity quota, in capacity units: the
-        largest capacity the scaler reads, remembers or sets for one dimension (a minimum,
-        a maximum, an override), from 1 to 1,000,000. Default: 40,000 (DynamoDB's default
-        quota). Each tick also reads the account's quota (DescribeLimits) and uses it where
-        it is larger; a smaller one never lowers this. The overrides and ranges checked at
-        synth are bounded by this value, so raise it to declare capacities above 40,000.
-    :param reserved: the Region's reserved capacity (`ReservedCapacity`): the scaler then
-        never lowers the provisioned total of the tables it manages (per dimension, tables
-        and GSIs) below the reserved units: a decrease that would is cut back to the
-        reservation, or not made; raises are never limited. A table whose capacity is not
-        known that tick counts 0, so fewer decreases happen, never more. A sharded tick's
-        batch keeps its own tables' total at or above the whole reservation. It does not
-        see reserved units used by tables it does not manage (docs: Scaler, "Reserved
-        capacity"). Default: None (no reservation).
-    :param alarm_options: per alarm id (``"Errors"``, ``"DeadLetters"``, ``"NotRunning"``,
-        ``"BatchErrors"``, ``"BatchesLate"``, ``"BadTargets"``, ``"RefusedTags"``,
-        ``"IgnoredTags"``, ``"HoldsDropped"`` (while it keeps its own state store, or one whose
-        owner does not alarm on it), ``"TargetNotOwned"`` (with ``own_target``),
-        ``"PinnedAtMax"``, ``"Updating"``, ``"PlansNotKept"`` (in autopilot, not a dry run),
-        ``"SustainedThrottling"`` and ``"HotKey"``, the last two for every managed table),
-        an ``AlarmOptions``: off, another threshold or
-        evaluation periods, more actions. Default: every alarm as documented (docs:
-        Alarms). The alarms made are `alarms`.
-    :param function_options: ``{"Scaler": FunctionOptions(...)}``: the memory, timeout
-        (1 to 15 minutes), log retention and architecture of the scaler's function (and of
-        a sharded tick's batch function), merged over the defaults. Default: 256 MB, 3
-        minutes, one year, ARM_64.
+    Its props, each with its default and what it does, are `ScalerProps`' fields: the
+    keyword arguments here.
 
     The scaler keeps its run-time state (the configured minimum of a dimension it holds
     raised, the autopilot's plans) in ``state_store``, a small on-demand table (child
@@ -254,29 +158,31 @@ class ThrottleAwareScaler(Construct):
         scope: Construct,
         id: str,
         *,
-        tables: Sequence[dynamodb.ITable | TableCapacity | ReplicaSource | Replica] = (),
-        tag_key: str | None = None,
-        tag_value: str = "true",
-        overrides: Mapping[str, Mapping[str, Any]] | None = None,
-        tick: Duration = DEFAULT_TICK,
-        dry_run: bool = False,
-        mode: str = "autopilot",
-        alarm_topic: sns.ITopic | None = None,
-        topic: sns.ITopic | None = None,
-        pinned_at_max_for: Duration = DEFAULT_PINNED_FOR,
-        throttled_for: Duration = DEFAULT_THROTTLED_FOR,
-        updating_for_ticks: int = DEFAULT_UPDATING_TICKS,
-        hot_key_for: Duration | None = None,
-        own_target: bool = False,
-        sharded: bool = False,
-        shard_above_tables: int | None = None,
-        tables_per_batch: int | None = None,
-        batch_concurrency: int | None = None,
-        read_legacy_state_until: date | None = None,
-        table_quota: int = DEFAULT_TABLE_QUOTA,
-        reserved: ReservedCapacity | None = None,
-        alarm_options: Mapping[str, AlarmOptions] | None = None,
-        function_options: Mapping[str, FunctionOptions] | None = None,
+        tables: Sequence[
+            dynamodb.ITable | TableCapacity | ReplicaSource | Replica
+        ] = ScalerProps.tables,
+        tag_key: str | None = ScalerProps.tag_key,
+        tag_value: str = ScalerProps.tag_value,
+        overrides: Mapping[str, Mapping[str, Any]] | None = ScalerProps.overrides,
+        tick: Duration = ScalerProps.tick,
+        dry_run: bool = ScalerProps.dry_run,
+        mode: str = ScalerProps.mode,
+        alarm_topic: sns.ITopic | None = ScalerProps.alarm_topic,
+        topic: sns.ITopic | None = ScalerProps.topic,
+        pinned_at_max_for: Duration = ScalerProps.pinned_at_max_for,
+        throttled_for: Duration = ScalerProps.throttled_for,
+        updating_for_ticks: int = ScalerProps.updating_for_ticks,
+        hot_key_for: Duration | None = ScalerProps.hot_key_for,
+        own_target: bool = ScalerProps.own_target,
+        sharded: bool = ScalerProps.sharded,
+        shard_above_tables: int | None = ScalerProps.shard_above_tables,
+        tables_per_batch: int | None = ScalerProps.tables_per_batch,
+        batch_concurrency: int | None = ScalerProps.batch_concurrency,
+        read_legacy_state_until: date | None = ScalerProps.read_legacy_state_until,
+        table_quota: int = ScalerProps.table_quota,
+        reserved: ReservedCapacity | None = ScalerProps.reserved,
+        alarm_options: Mapping[str, AlarmOptions] | None = ScalerProps.alarm_options,
+        function_options: Mapping[str, FunctionOptions] | None = ScalerProps.function_options,
     ) -> None:
         super().__init__(scope, id)
         self._where = f"ThrottleAwareScaler {self.node.path}"

@@ -7,13 +7,16 @@ scaler (its construct path)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_cdk import Duration
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 from ddb_capacity_runtime.core.settings import (
+    DEFAULT_TICK_MINUTES,
     MAX_LEGACY_STATE_DAYS,
     MODES,
     SETTINGS_BY_KEY,
@@ -24,11 +27,163 @@ from ddb_capacity_runtime.core.validators import is_whole
 
 from ..common._alarms import ALARM_WINDOW_SECONDS
 from ..common._props import ReservedCapacity, bool_prop, duration_prop, known_at_synth
+from ..table._capacity import DEFAULT_TABLE_QUOTA
 from ._batches import CONCURRENCY_RANGE, DEFAULT_BATCH_CONCURRENCY
 
+if TYPE_CHECKING:
+    from aws_cdk import aws_dynamodb as dynamodb
+    from aws_cdk import aws_sns as sns
+
+    from ..common._alarms import AlarmOptions
+    from ..common._function_options import FunctionOptions
+    from ..global_tables._replica import Replica, ReplicaSource
+    from ..table._table import TableCapacity
+
+DEFAULT_TICK = Duration.minutes(DEFAULT_TICK_MINUTES)
+"""Default tick: CloudWatch delivers a minute 1-3 minutes late; ticking every 2 minutes acts on
+throttling about as soon as it is visible, at half the 5-minute delay of the 2019 Lambda article."""
+DEFAULT_PINNED_FOR = Duration.minutes(30)
+DEFAULT_THROTTLED_FOR = Duration.minutes(10)
+DEFAULT_UPDATING_TICKS = 5
+"""Ticks in a row that find a table UPDATING before it alarms: 10 minutes at the default tick,
+longer than an UpdateTable of capacity takes ("several minutes")."""
 DEFAULT_HOT_KEY_FOR = Duration.minutes(10)
 """How long a managed table's key-range throttles last before its hot-key alarm fires, by
 default (one tick where the tick is longer)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScalerProps:
+    """`ThrottleAwareScaler`'s props, each with its default: the keyword arguments of
+    `ThrottleAwareScaler`, which takes them as they are (and checks them)."""
+
+    tables: Sequence[dynamodb.ITable | TableCapacity | ReplicaSource | Replica] = ()
+    """Tables to manage explicitly (``ProvisionedTable`` or any ``ITable``), as a list.
+    Default: none."""
+
+    tag_key: str | None = None
+    """Also manage every table carrying the tag ``tag_key=tag_value``. Default: no tag
+    discovery. Permissions for discovered tables are scoped by the tag (ABAC)."""
+
+    tag_value: str = "true"
+    """The value of that tag. Default: ``"true"``."""
+
+    overrides: Mapping[str, Mapping[str, Any]] | None = None
+    """Per-table ``{"min", "max", "target", "read": {...}, "write": {...}}``, keyed by table
+    name (or a table's ``table_name``), each checked at synth as the Lambda checks it. For
+    tables without ranges of their own: a ``ProvisionedTable``'s (a ``TableCapacity``'s, a
+    global table replica's) are its ``Capacity``, which its scalable targets hold and a tick
+    reads there, so an override naming one is refused."""
+
+    tick: Duration = DEFAULT_TICK
+    """How often it runs. Default: 2 minutes (docs: Scaler, why)."""
+
+    dry_run: bool = False
+    """Decide and log, change nothing. Default: False."""
+
+    mode: str = "autopilot"
+    """``"autopilot"`` (default) or ``"reactive"``. The autopilot sizes raises by the newest
+    minutes only (no chasing a burst that is over), decreases promptly after a burst, and
+    forecasts recurring load once an hour per table, planned per 5 minutes and kept in the
+    state store, raising the minimum ahead of a known peak and holding it until the peak is
+    over (docs: Autopilot). ``"reactive"`` is 0.3's policy."""
+
+    alarm_topic: sns.ITopic | None = None
+    """Where the alarms go. Default: the stack's shared library topic (one SNS topic, SSL
+    enforced, encrypted with one KMS key, for every construct of the library in the stack
+    given none)."""
+
+    topic: sns.ITopic | None = None
+    """The earlier name of ``alarm_topic`` (a warning at synth)."""
+
+    pinned_at_max_for: Duration = DEFAULT_PINNED_FOR
+    """Alarm when a table sits at its max this long. Default 30 min."""
+
+    throttled_for: Duration = DEFAULT_THROTTLED_FOR
+    """Alarm when a managed table is throttled this long. Default 10 min."""
+
+    updating_for_ticks: int = DEFAULT_UPDATING_TICKS
+    """Alarm when a managed table is found UPDATING (and so skipped), or its raises are left
+    for the next tick (``retry-next-tick``), by this many ticks in a row: a whole number
+    from 1 to a day's ticks. Default 5."""
+
+    hot_key_for: Duration | None = None
+    """Alarm when a managed table's requests are throttled by a hot key (key-range throttles,
+    which capacity cannot fix and the scaler never raises for) in every tick for this long:
+    from one tick to a day. Default 10 minutes, or one tick where the tick is longer. One
+    alarm per managed table; its description points to CloudWatch Contributor Insights in
+    its throttled-keys mode, which names the keys (docs: Hot keys)."""
+
+    own_target: bool = False
+    """The autopilot also owns target tracking's target value of each ``ProvisionedTable`` it
+    manages (table and GSIs): while a plan's floor is in force it sets the dimension's
+    target-tracking policy to the plan's aim (up to 90 %, as high as the forecast's error
+    allows), and back to the ``Capacity``'s ``target_utilization_percent`` after, so target
+    tracking scales in as far as the forecast allows. Autopilot mode only. CloudFormation
+    keeps the configured value, so drift detection reports the policy while a plan is in
+    force (docs: Autopilot, "Owning the target value"). Default False."""
+
+    sharded: bool = False
+    """Deploy the batch path of a sharded tick: an SQS queue (child ``BatchQueue``) and a batch
+    function (child ``BatchFunction``) with its alarms. A tick that finds more than
+    ``shard_above_tables`` tables then sends them in batches to the queue, and the batch
+    function ticks each batch on its own, before the next tick (docs: Fleet scale). Default
+    False: one invocation ticks every table (about 1,500 within a 2-minute tick); above
+    ``shard_above_tables`` it logs ``shard-advised``."""
+
+    shard_above_tables: int | None = None
+    """With ``sharded``, the table count above which a tick is sharded, from 1 to 1,000,000.
+    Default 1,000."""
+
+    tables_per_batch: int | None = None
+    """With ``sharded``, tables in a batch, from 1 to 500. Default 125 (with 2 GSIs each, 1,500
+    metric queries: 3 full GetMetricData calls)."""
+
+    batch_concurrency: int | None = None
+    """With ``sharded``, batches ticked at once (the event source's maximum concurrency, and
+    the batch function's reserved concurrency, which must leave the account 100 unreserved),
+    from 2 to 1,000. Default 10."""
+
+    read_legacy_state_until: date | None = None
+    """An upgrade from 0.4 only: the last UTC day (a ``datetime.date``, from today to 30 days
+    ahead) on which the scaler reads 0.4's state tags (``ddb-capacity:base-min:*``, the
+    minimum it held raised) on a table it sees for the first time, and moves them into the
+    state store; a remembered minimum is never moved below the dimension's configured one
+    (its ``overrides`` min, a ``ProvisionedTable``'s range, else the target's minimum now).
+    Default: never read: such tags are removed unread and counted as ignored (docs: Scaler,
+    "Upgrading from 0.4")."""
+
+    table_quota: int = DEFAULT_TABLE_QUOTA
+    """The account's per-table capacity quota, in capacity units: the largest capacity the
+    scaler reads, remembers or sets for one dimension (a minimum, a maximum, an override),
+    from 1 to 1,000,000. Default: 40,000 (DynamoDB's default quota). Each tick also reads
+    the account's quota (DescribeLimits) and uses it where it is larger; a smaller one never
+    lowers this. The overrides and ranges checked at synth are bounded by this value, so
+    raise it to declare capacities above 40,000."""
+
+    reserved: ReservedCapacity | None = None
+    """The Region's reserved capacity (`ReservedCapacity`): the scaler then never lowers the
+    provisioned total of the tables it manages (per dimension, tables and GSIs) below the
+    reserved units: a decrease that would is cut back to the reservation, or not made;
+    raises are never limited. A table whose capacity is not known that tick counts 0, so
+    fewer decreases happen, never more. A sharded tick's batch keeps its own tables' total
+    at or above the whole reservation. It does not see reserved units used by tables it does
+    not manage (docs: Scaler, "Reserved capacity"). Default: None (no reservation)."""
+
+    alarm_options: Mapping[str, AlarmOptions] | None = None
+    """Per alarm id (``"Errors"``, ``"DeadLetters"``, ``"NotRunning"``, ``"BatchErrors"``,
+    ``"BatchesLate"``, ``"BadTargets"``, ``"RefusedTags"``, ``"IgnoredTags"``,
+    ``"HoldsDropped"`` (while it keeps its own state store, or one whose owner does not
+    alarm on it), ``"TargetNotOwned"`` (with ``own_target``), ``"PinnedAtMax"``,
+    ``"Updating"``, ``"PlansNotKept"`` (in autopilot, not a dry run),
+    ``"SustainedThrottling"`` and ``"HotKey"``, the last two for every managed table), an
+    ``AlarmOptions``: off, another threshold or evaluation periods, more actions. Default:
+    every alarm as documented (docs: Alarms). The alarms made are `alarms`."""
+
+    function_options: Mapping[str, FunctionOptions] | None = None
+    """``{"Scaler": FunctionOptions(...)}``: the memory, timeout (1 to 15 minutes), log
+    retention and architecture of the scaler's function (and of a sharded tick's batch
+    function), merged over the defaults. Default: 256 MB, 3 minutes, one year, ARM_64."""
 
 
 def tick_minutes(where: str, tick: Duration, mode: str, updating_for_ticks: int) -> int:

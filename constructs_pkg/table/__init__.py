@@ -16,6 +16,7 @@ _LAZY = {
     "Capacity": "._capacity",
     "PrewarmMethod": "._capacity",
     "ProvisionedTable": "._provisioned_table",
+    "ProvisionedTableProps": "._provisioned_table",
     "DEFAULT_SCALABLE_TARGET_QUOTA": "._quota",
     "ScalableTargetQuota": "._quota",
     "TableCapacity": "._table",
@@ -23,7 +24,7 @@ _LAZY = {
 
 if TYPE_CHECKING:
     from ._capacity import DEFAULT_TABLE_QUOTA, DEFAULT_TARGET_UTILIZATION, Capacity, PrewarmMethod
-    from ._provisioned_table import ProvisionedTable
+    from ._provisioned_table import ProvisionedTable, ProvisionedTableProps
     from ._quota import DEFAULT_SCALABLE_TARGET_QUOTA, ScalableTargetQuota
     from ._table import TableCapacity
 
@@ -36,6 +37,7 @@ __all__ = [
     "Capacity",
     "PrewarmMethod",
     "ProvisionedTable",
+    "ProvisionedTableProps",
     "ScalableTargetQuota",
     "TableCapacity",
 ]

@@ -7,6 +7,7 @@ ProvisionedTable: a provisioned ``aws_dynamodb.Table`` and its
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from aws_cdk import (
@@ -29,6 +30,73 @@ from ._parts import (
 from ._table import TableCapacity
 
 
+@dataclass(frozen=True, kw_only=True)
+class ProvisionedTableProps:
+    """`ProvisionedTable`'s props, each with its default: the keyword arguments of
+    `ProvisionedTable`, which takes them as they are (and checks them); every other
+    ``aws_dynamodb.Table`` prop passes through as a keyword (``table_props``)."""
+
+    partition_key: dynamodb.Attribute
+    """The table's partition key."""
+
+    read: Capacity
+    """Read capacity of the table (range, target, high-water mark)."""
+
+    write: Capacity
+    """Write capacity of the table."""
+
+    sort_key: dynamodb.Attribute | None = None
+    """Default: none."""
+
+    prewarm: PrewarmMethod = PrewarmMethod.WARM_THROUGHPUT
+    """How high-water marks are reached. Default: ``PrewarmMethod.WARM_THROUGHPUT`` (instant,
+    spends no decrease). Used only where a ``Capacity`` sets ``high_water_mark``."""
+
+    table_quota: int = DEFAULT_TABLE_QUOTA
+    """The per-table capacity quota of the account, in capacity units. Default: 40,000
+    (DynamoDB's default quota)."""
+
+    billing_mode: dynamodb.BillingMode | None = None
+    """Only ``BillingMode.PROVISIONED`` is accepted. Default: PROVISIONED."""
+
+    point_in_time_recovery: bool = True
+    """Default: True."""
+
+    deletion_protection: bool = True
+    """Default: True."""
+
+    removal_policy: RemovalPolicy = RemovalPolicy.RETAIN
+    """Default: ``RemovalPolicy.RETAIN``."""
+
+    table_name: str | None = None
+    """``aws_dynamodb.Table``'s own, passed to it unchanged. Default: its default."""
+
+    table_class: dynamodb.TableClass | None = None
+    """``aws_dynamodb.Table``'s own, passed to it unchanged. Default: its default."""
+
+    encryption: dynamodb.TableEncryption | None = None
+    """``aws_dynamodb.Table``'s own, passed to it unchanged. Default: its default."""
+
+    encryption_key: kms.IKey | None = None
+    """``aws_dynamodb.Table``'s own, passed to it unchanged. Default: its default."""
+
+    stream: dynamodb.StreamViewType | None = None
+    """``aws_dynamodb.Table``'s own, passed to it unchanged. Default: its default."""
+
+    time_to_live_attribute: str | None = None
+    """``aws_dynamodb.Table``'s own, passed to it unchanged. Default: its default."""
+
+    contributor_insights_enabled: bool | None = None
+    """``aws_dynamodb.Table``'s own, passed to it unchanged. Default: its default."""
+
+    function_options: Mapping[str, FunctionOptions] | None = None
+    """With ``PROVISION_THEN_SETTLE`` only, ``{"Settle": FunctionOptions(...)}``: the stack's
+    two settle functions (memory, timeout from 30 seconds to 15 minutes for each call, log
+    retention, architecture) merged over their defaults (256 MB, 1 minute; the provider
+    waits for the table between calls, up to 30 minutes). Every settled table of a stack
+    shares them, so they must ask for the same. Default: the defaults."""
+
+
 class ProvisionedTable(TableCapacity):
     """A provisioned ``aws_dynamodb.Table`` with Application Auto Scaling target tracking
     on read and write of the table and of every GSI, and an optional high-water mark: a
@@ -43,25 +111,9 @@ class ProvisionedTable(TableCapacity):
         )
         table.table.grant_read_write_data(my_function)
 
-    :param partition_key: the table's partition key.
-    :param read: read capacity of the table (range, target, high-water mark).
-    :param write: write capacity of the table.
-    :param sort_key: Default: none.
-    :param prewarm: how high-water marks are reached. Default:
-        ``PrewarmMethod.WARM_THROUGHPUT`` (instant, spends no decrease). Used only where
-        a ``Capacity`` sets ``high_water_mark``.
-    :param table_quota: the per-table capacity quota of the account, in capacity units.
-        Default: 40,000 (DynamoDB's default quota).
-    :param function_options: with ``PROVISION_THEN_SETTLE`` only, ``{"Settle":
-        FunctionOptions(...)}``: the stack's two settle functions (memory, timeout from 30
-        seconds to 15 minutes for each call, log retention, architecture) merged over their
-        defaults (256 MB, 1 minute; the provider waits for the table between calls, up to 30
-        minutes). Every settled table of a stack shares them, so they must ask for the same.
-        Default: the defaults.
-    :param billing_mode: only ``BillingMode.PROVISIONED`` is accepted. Default: PROVISIONED.
-    :param point_in_time_recovery: Default: True.
-    :param deletion_protection: Default: True.
-    :param removal_policy: Default: ``RemovalPolicy.RETAIN``.
+    Its props, each with its default and what it does, are `ProvisionedTableProps`'
+    fields: the keyword arguments here, and
+
     :param table_props: every other ``aws_dynamodb.Table`` prop, as keywords
         (``table_name``, ``table_class``, ``encryption``, ``encryption_key``, ``stream``,
         ``time_to_live_attribute``, ``contributor_insights_enabled``, …;
@@ -82,21 +134,23 @@ class ProvisionedTable(TableCapacity):
         partition_key: dynamodb.Attribute,
         read: Capacity,
         write: Capacity,
-        sort_key: dynamodb.Attribute | None = None,
-        prewarm: PrewarmMethod = PrewarmMethod.WARM_THROUGHPUT,
-        table_quota: int = DEFAULT_TABLE_QUOTA,
-        billing_mode: dynamodb.BillingMode | None = None,
-        point_in_time_recovery: bool = True,
-        deletion_protection: bool = True,
-        removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
-        table_name: str | None = None,
-        table_class: dynamodb.TableClass | None = None,
-        encryption: dynamodb.TableEncryption | None = None,
-        encryption_key: kms.IKey | None = None,
-        stream: dynamodb.StreamViewType | None = None,
-        time_to_live_attribute: str | None = None,
-        contributor_insights_enabled: bool | None = None,
-        function_options: Mapping[str, FunctionOptions] | None = None,
+        sort_key: dynamodb.Attribute | None = ProvisionedTableProps.sort_key,
+        prewarm: PrewarmMethod = ProvisionedTableProps.prewarm,
+        table_quota: int = ProvisionedTableProps.table_quota,
+        billing_mode: dynamodb.BillingMode | None = ProvisionedTableProps.billing_mode,
+        point_in_time_recovery: bool = ProvisionedTableProps.point_in_time_recovery,
+        deletion_protection: bool = ProvisionedTableProps.deletion_protection,
+        removal_policy: RemovalPolicy = ProvisionedTableProps.removal_policy,
+        table_name: str | None = ProvisionedTableProps.table_name,
+        table_class: dynamodb.TableClass | None = ProvisionedTableProps.table_class,
+        encryption: dynamodb.TableEncryption | None = ProvisionedTableProps.encryption,
+        encryption_key: kms.IKey | None = ProvisionedTableProps.encryption_key,
+        stream: dynamodb.StreamViewType | None = ProvisionedTableProps.stream,
+        time_to_live_attribute: str | None = ProvisionedTableProps.time_to_live_attribute,
+        contributor_insights_enabled: bool
+        | None = ProvisionedTableProps.contributor_insights_enabled,
+        function_options: Mapping[str, FunctionOptions]
+        | None = ProvisionedTableProps.function_options,
         **table_props: Any,
     ) -> None:
         spec = NewTable(
