@@ -136,7 +136,8 @@ def test_each_asset_holds_its_handlers_modules_and_no_other(assets: dict[str, Pa
     for handler in settle_handlers(assets):
         settle = {p.parent.name for p in assets[handler].rglob("*.py")}
         assert "scaler" not in settle and "requests" not in settle
-    assert "settle" not in {p.parent.name for p in assets[SCALER].rglob("*.py")}
+    scaler = {p.parent.name for p in assets[SCALER].rglob("*.py")}
+    assert "settle" not in scaler and "requests" not in scaler
     # the build-time schedule logic (and its cronsim) is in no function's asset
     assert (assets[SCALER] / PACKAGE.name / "scaler").is_dir()
     for handler, folder in assets.items():
@@ -307,28 +308,34 @@ def test_only_the_functions_python_ships_bytecode() -> None:
 
 
 def test_the_scalers_handler_imports_no_request_code() -> None:
-    """The scaler imports ``requests`` (for ``ending``) but never makes a request nor
-    releases a hold: the package gives `request_capacity` and `CapacityHold` on first
-    use, and ``ending`` imports the broker's client when it releases one."""
+    """The scaler ends expired holds (`aws.hold_ending`) but never makes a request nor
+    releases a hold: its handler imports no module of ``requests``. That package, imported,
+    gives `request_capacity` and `CapacityHold` on first use, and ``ending`` imports the
+    broker's client when it releases one."""
     # GIVEN a fresh interpreter
     script = (
         "import sys, json\n"
         "import ddb_capacity_runtime.scaler.handler\n"
-        "before = sorted(sys.modules)\n"
+        "scaler = sorted(sys.modules)\n"
         "from ddb_capacity_runtime import requests\n"
+        "before = sorted(sys.modules)\n"
         "requests.request_capacity, requests.CapacityHold\n"
         "try:\n"
         "    requests.no_such_name\n"
         "except AttributeError as exc:\n"
         "    error = str(exc)\n"
-        "print(json.dumps([before, sorted(sys.modules), error]))\n"
+        "print(json.dumps([scaler, before, sorted(sys.modules), error]))\n"
     )
-    # WHEN it imports the scaler's handler, then asks the package for a request's names
+    # WHEN it imports the scaler's handler, then the requests package, then asks it for a
+    # request's names
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
     )
-    before, after, error = json.loads(done.stdout)
-    # THEN the handler's import left the request's modules out, and asking brings them
+    scaler, before, after, error = json.loads(done.stdout)
+    # THEN the handler's import ended holds' code in and left every request module out
+    assert f"{PACKAGE.name}.aws.hold_ending" in scaler
+    assert not [name for name in scaler if name.startswith(f"{PACKAGE.name}.requests")]
+    # AND the package's import left the request's modules out, and asking brings them
     request = {f"{PACKAGE.name}.requests.{name}" for name in ("request", "validate", "client")} | {
         f"{PACKAGE.name}.aws.invoke"
     }

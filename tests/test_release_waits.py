@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from ddb_capacity_runtime.aws.hold_table import Context
 from ddb_capacity_runtime.core.holds import DEFAULT_TIMEOUT, Hold, new_token, token_digest
 from ddb_capacity_runtime.requests import (
     CapacityHold,
@@ -22,7 +23,6 @@ from ddb_capacity_runtime.requests import (
     request_capacity,
 )
 from ddb_capacity_runtime.requests.broker import BrokerConfig, serve
-from ddb_capacity_runtime.requests.context import Context
 from ddb_capacity_runtime.requests.ending import RELEASE_WAIT
 from tests.test_capacity_requests import (  # noqa: F401
     HOLD_ID,

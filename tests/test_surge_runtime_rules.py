@@ -25,6 +25,7 @@ from botocore.stub import Stubber
 
 from ddb_capacity_runtime.aws import combiner
 from ddb_capacity_runtime.aws.clients import Clients
+from ddb_capacity_runtime.aws.hold_table import Context
 from ddb_capacity_runtime.aws.store import HoldStore
 from ddb_capacity_runtime.core.bucket import Bucket, read_bucket
 from ddb_capacity_runtime.core.names import DEFAULT_TABLE_QUOTA
@@ -33,7 +34,6 @@ from ddb_capacity_runtime.fast_path.corroboration import Signal
 from ddb_capacity_runtime.fast_path.stream_reader import read_stream
 from ddb_capacity_runtime.fast_path.surge_raise import keep_bucket
 from ddb_capacity_runtime.fast_path.surge_settings import BUCKET_WRITE_SECONDS, HOOK, SurgeSettings
-from ddb_capacity_runtime.requests.context import Context
 from tests.moto_world import World
 from tests.test_surge_server import counted, send, served, store_reads, surge_of
 from tests.test_surge_server import prompt_store as prompt_store  # noqa: F401 (fixture)

@@ -18,6 +18,8 @@ from datetime import timedelta
 from typing import Any
 
 from ..aws import combiner, metrics
+from ..aws.counts import count
+from ..aws.hold_table import Context
 from ..aws.store import HoldStore
 from ..core.errors import reason_of
 from ..core.holds import Hold
@@ -25,8 +27,6 @@ from ..core.series import window
 from ..core.surge import SURGE_AT, TRUSTED_MINUTES, Combined, Live, Standing, SurgePlan, first_look
 from ..core.surge_report import DimensionReport
 from ..events import log_event
-from ..requests.context import Context
-from ..requests.counts import count
 from .surge_settings import (
     CONFIRM_SECONDS,
     CORROBORATE_SECONDS,

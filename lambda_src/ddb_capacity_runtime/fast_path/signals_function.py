@@ -15,13 +15,13 @@ from functools import partial
 from typing import Any
 
 from ..aws.clients import Clients, make_clients
+from ..aws.counts import count
 from ..aws.store import HoldStore, open_store
 from ..core.report_batch import MAX_BATCH_CHARS, is_batch, reports_of
 from ..core.surge import SurgeReportError
 from ..core.untrusted import UntrustedJSONError, check_json
 from ..events import log_event
 from ..requests.broker import BrokerConfig
-from ..requests.counts import count
 from .surge_raise import refused_report, take_report, time_share
 from .surge_settings import RESERVE_MS as RESERVE_MS
 from .surge_settings import SurgeSettings

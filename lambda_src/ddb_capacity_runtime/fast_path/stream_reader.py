@@ -44,6 +44,8 @@ from typing import Any
 
 from ..aws import combiner, stream_counts, table_calls
 from ..aws.clients import Clients, make_clients
+from ..aws.counts import count
+from ..aws.hold_table import Context
 from ..aws.store import HoldStore, open_store
 from ..core.deadline import Deadline
 from ..core.errors import reason_of, shown
@@ -63,8 +65,6 @@ from ..core.tables import units_of
 from ..core.untrusted import UntrustedJSONError, check_json
 from ..events import log_event
 from ..requests.broker import BrokerConfig
-from ..requests.context import Context
-from ..requests.counts import count
 from .corroboration import Signal
 from .surge_raise import Described, keep_bucket, out_of_time, surge_dimension, time_share
 from .surge_settings import STREAM, SurgeSettings

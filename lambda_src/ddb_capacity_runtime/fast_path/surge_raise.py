@@ -65,6 +65,8 @@ from typing import Any
 
 from ..aws import combiner, table_calls
 from ..aws.clients import Clients, make_clients
+from ..aws.counts import count, count_within_warm, malformed_dropped
+from ..aws.hold_table import Context, base_of, read_table
 from ..aws.store import HoldStore, Lease, open_store
 from ..core.bucket import Bucket, Drain, advance, read_bucket
 from ..core.deadline import NONE, Deadline
@@ -94,8 +96,6 @@ from ..core.tables import Dimension, ManagedTable, spec_of, units_of, warm_of
 from ..core.untrusted import UntrustedJSONError, check_json
 from ..events import log_event
 from ..requests.broker import BrokerConfig
-from ..requests.context import Context, base_of, read_table
-from ..requests.counts import count, count_within_warm, malformed_dropped
 from ..requests.request import dimension_of, raise_held
 from .corroboration import (
     Seen,

@@ -3,29 +3,32 @@
 Capacity requests ("get ready, here I come"): raise a table's minimum before heavy work,
 hold it, and restore it when the work is done or the hold expires.
 
-- (the hold and its rules are `core.holds`, pure; the hold store is `aws.store`)
+- (the hold and its rules are `core.holds`, pure; the hold store is `aws.store`; reading
+  the table and moving minimums is `aws.hold_table`, ending holds and those expired
+  `aws.hold_ending`, the EMF counts `aws.counts`: the scaler's tick ends expired holds
+  through them, without this package)
 - `validate`: checks of a request's arguments;
-- `context`: reading the table and its traffic, moving minimums;
+- `context`: a table's current traffic, and a level read again once a hold is recorded;
 - `request`: making a request ([`request_capacity`][ddb_capacity_runtime.requests.request_capacity],
   [`CapacityHold`][ddb_capacity_runtime.requests.CapacityHold]);
-- `ending`: ending holds (release, by id, at expiry);
+- `ending`: ending a hold on release, by id; forgetting the holds of a table not served;
 - `restorer`: the ``CapacityRequests`` restorer Lambda;
 - `broker`: the ``CapacityRequests`` broker Lambda, the only way in for workers;
-- `client`: the client that invokes the broker (workers, the restorer);
-- `counts`: the broker's EMF counts.
+- `client`: the client that invokes the broker (workers, the restorer).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..aws.hold_ending import restore_expired
 from ..core.holds import (
     CapacityRequestError,
     CapacityRequestFailed,
     CapacityRequestTimeout,
     Hold,
 )
-from .ending import release_hold, restore_expired
+from .ending import release_hold
 
 if TYPE_CHECKING:
     from .request import CapacityHold, request_capacity
@@ -47,7 +50,7 @@ _FROM_REQUEST = frozenset({"CapacityHold", "request_capacity"})
 
 def __getattr__(name: str) -> object:
     """`CapacityHold` and `request_capacity`, imported from `request` when first asked
-    for: the scaler imports this package (for `ending`) and never makes a request, so its
+    for: the restorer imports this package (for `ending`) and never makes a request, so its
     cold start does not compile `request` and `validate`."""
     if name in _FROM_REQUEST:
         from . import request

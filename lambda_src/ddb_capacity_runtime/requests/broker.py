@@ -43,6 +43,7 @@ from datetime import timedelta
 from typing import Any
 
 from ..aws.clients import Clients
+from ..aws.counts import NAMESPACE, count, count_within_warm, dropped
 from ..aws.store import HoldStore, limits_from_env, store_name
 from ..core.errors import BrokerConfigError as BrokerConfigError
 from ..core.errors import shown
@@ -57,7 +58,6 @@ from ..core.untrusted import UntrustedJSONError, check_json
 from ..core.validators import is_whole
 from ..events import log_event
 from .client import BROKER_ENV, BROKER_MAX_WAIT, broker_name, invoke_broker
-from .counts import NAMESPACE, count, count_within_warm, dropped
 from .ending import check_released, release_direct
 from .request import request_capacity
 from .restorer import restore_tables

@@ -16,7 +16,10 @@ from typing import Any
 
 from ..aws import actuator
 from ..aws.clients import Clients, make_clients, regional
+from ..aws.counts import dropped, malformed_dropped
 from ..aws.error_codes import describe_error
+from ..aws.hold_ending import end_holds
+from ..aws.hold_table import Context, base_of, read_table, set_min
 from ..aws.store import MAX_HOLDS, HoldStore, Lease, open_store, store_quota
 from ..core.errors import HoldStoreMissing, LevelUnconfirmed, shown
 from ..core.holds import (
@@ -40,16 +43,8 @@ from ..core.tables import Dimension, ManagedTable
 from ..core.validators import is_whole
 from ..events import log_event
 from .client import BROKER_MAX_WAIT, broker_name, direct_store, invoke_broker, one_way
-from .context import (
-    Context,
-    base_of,
-    current_traffic,
-    read_table,
-    set_min,
-    still_has,
-)
-from .counts import dropped, malformed_dropped
-from .ending import KEPT, check_released, end_holds, release_rows
+from .context import current_traffic, still_has
+from .ending import KEPT, check_released, release_rows
 from .validate import validate_request
 
 

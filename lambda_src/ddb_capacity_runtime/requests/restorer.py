@@ -14,14 +14,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..aws.clients import Clients, make_clients
+from ..aws.counts import busy, dropped
 from ..aws.error_codes import describe_error
+from ..aws.hold_ending import restore_expired
 from ..aws.store import HoldStore, open_store
 from ..core.holds import CapacityRequestError
 from ..core.outcomes import NOT_MADE
 from ..events import log_event
 from .client import broker_name, invoke_broker
-from .counts import busy, dropped
-from .ending import drop_holds, restore_expired
+from .ending import drop_holds
 
 
 def restore_tables(

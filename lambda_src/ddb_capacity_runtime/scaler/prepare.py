@@ -18,7 +18,9 @@ from typing import Any
 
 from ..aws import discovery, table_calls
 from ..aws.clients import Clients
+from ..aws.counts import dropped
 from ..aws.error_codes import describe_error
+from ..aws.hold_ending import restore_expired
 from ..aws.store import HoldStore, Lease
 from ..core import holds
 from ..core.deadline import NONE, Deadline
@@ -31,7 +33,6 @@ from ..core.settings import ScalerConfig
 from ..core.tables import ManagedTable, ScalableTarget
 from ..core.tags import parse_tags
 from ..events import log_event
-from ..requests import counts, ending
 
 
 def own_targets(
@@ -117,7 +118,7 @@ def _end_expired(
 ) -> Mapping[tuple[str, str], ScalableTarget]:
     """End the table's expired holds; returns its scalable targets read again (ending
     holds moved minimums: the account's listing is stale for this table)."""
-    rows = ending.restore_expired(
+    rows = restore_expired(
         name,
         store=store,
         clients=clients,
@@ -128,7 +129,7 @@ def _end_expired(
     )
     for ended in rows:  # a busy row ended nothing: its holds stay for a later tick
         log_event("hold-kept" if ended.get("status") == Status.BUSY else "hold-ended", **ended)
-    counts.dropped(rows)  # counted as the broker's restore counts them: HoldsDropped
+    dropped(rows)  # counted as the broker's restore counts them: HoldsDropped
     deadline.check(f"DescribeTable of {name}")
     fresh = table_calls.describe(clients.dynamodb, name)
     return own_targets(clients, name, fresh)

@@ -1,11 +1,13 @@
-"""Runs in: broker Lambda, scaler Lambda, signals Lambda, workers (the user's own jobs, in
-direct mode), CDK app (synth: the namespace, through `broker`).
+"""Runs in: broker Lambda, restorer Lambda, scaler Lambda, signals Lambda, stream reader
+Lambda, workers (the user's own jobs, in direct mode), CDK app (synth: the namespace,
+through `requests.broker`).
 
-The broker's Embedded Metric Format counts (``Refused``, ``TimedOut``, ``HoldsDropped``,
-``HoldsBusy``, and
-``RaisesWithinWarm``: the dimensions a request or a surge raised within their warm
-throughput, so the raise landed at once), and `malformed_dropped`, which every write that
-leaves a dimension's malformed holds out calls.
+The capacity requests' Embedded Metric Format counts, in the broker's namespace
+(``Refused``, ``TimedOut``, ``HoldsDropped``, ``HoldsBusy``, and ``RaisesWithinWarm``: the
+dimensions a request or a surge raised within their warm throughput, so the raise landed at
+once), and `malformed_dropped`, which every write that leaves a dimension's malformed holds
+out calls. Below the functions' packages: the scaler's tick counts the holds it drops
+without importing `requests`.
 """
 
 from __future__ import annotations
