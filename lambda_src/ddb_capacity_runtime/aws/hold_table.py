@@ -1,18 +1,22 @@
 """Runs in: scaler Lambda, broker Lambda, restorer Lambda, signals Lambda, stream reader
-Lambda, workers (the user's own jobs, in direct mode), workstation (``ddb-capacity`` in
-direct mode).
+Lambda, workers (the user's own jobs), workstation (``ddb-capacity``).
 
-What the functions that make, end and raise holds read and write on one table: its state
-(waiting while it is being updated), a dimension's base, and scalable-target minimums (their
-rows: `core.outcomes.result_row`). Below the functions' packages, so that the scaler's tick
-ends expired holds (`aws.hold_ending`) without importing `requests`."""
+Holds as the functions that make, end and raise them act on a table (the hold and its rules
+are `core.holds`; the hold store `aws.store`): the table read, waiting while it is being
+updated (`read_table`), a dimension's base (`base_of`), a scalable target's minimum set
+(`set_min`; their rows: `core.outcomes.result_row`), the holds a function selects ended
+(`end_holds`), and those expired (`restore_expired`: what the scaler's tick and the
+``CapacityRequests`` restorer run). Below the functions' packages, so that the scaler's tick
+ends expired holds without importing `requests`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import Any
 
 from botocore.exceptions import ClientError
 
@@ -22,14 +26,22 @@ from ..core.holds import (
     CapacityRequestError,
     CapacityRequestFailed,
     CapacityRequestTimeout,
+    HeldDimension,
+    Hold,
     TableGone,
+    level,
 )
 from ..core.memory import Memory, reconcile
 from ..core.names import DEFAULT_TABLE_QUOTA
+from ..core.outcomes import Status, result_row
+from ..core.plan import Change, Via
+from ..core.policy import Action
 from ..core.settings import ScalerConfig
 from ..core.tables import Dimension, ManagedTable, ScalableTarget
-from . import table_calls
-from .clients import Clients
+from ..events import log_event
+from . import actuator, table_calls
+from .clients import Clients, lease_bound, make_clients, regional
+from .counts import SHOWN_MALFORMED, malformed_ids
 from .discovery import (
     NotManaged,
     OnDemand,
@@ -39,10 +51,7 @@ from .discovery import (
 )
 from .error_codes import describe_error, error_code
 from .minimum import set_minimum
-
-if TYPE_CHECKING:
-    from ..core.holds import HeldDimension, Hold
-    from .store import Lease
+from .store import HoldStore, Lease, open_store, store_name
 
 
 @dataclass
@@ -139,3 +148,229 @@ def set_min(
             f"{target.resource_id} {target.scalable_dimension}: setting MinCapacity "
             f"{minimum:,} failed: {describe_error(exc)}"
         ) from None
+
+
+def end_holds(
+    ctx: Context,
+    store: HoldStore,
+    table: str,
+    ending: Callable[[Hold], bool],
+    *,
+    deadline: float,
+    lower_direct: bool = True,
+    held: list[HeldDimension] | None = None,
+    stop: Deadline = NONE,
+) -> list[dict[str, Any]]:
+    """End the holds of ``table`` that ``ending`` selects (and drop malformed ones): each
+    dimension they touched goes to what its remaining holds need, never below its base,
+    under the dimension's lease. A hold whose dimension could not be lowered yet (a
+    refused decrease, a table being updated) stays, and the next restore tries again.
+
+    ``deadline`` is a time of the store's clock. ``lower_direct`` False leaves dimensions
+    without a scalable target where they are (the scaler's policy lowers them with the
+    traffic, spending one decrease, not two). On a table that was deleted or went
+    on-demand every hold of the dimension is dropped (status ``dropped``): nothing is left
+    to lower. ``stop``: a tick's deadline, after which no lease is waited for and no call
+    made (DeadlinePassed is raised; the holds left wait for the next restore)."""
+    rows: list[dict[str, Any]] = []
+    for state in held if held is not None else store.table(table):
+        if not state.malformed and not any(ending(h) for h in state.holds):
+            continue
+        index, dim = state.scope
+        stop.check(f"the lease of {table} {index or 'table'} {dim}")
+        until = min(deadline, store.clock() + stop.left())
+        with store.lease(table, index, dim, deadline=until, sleep=ctx.sleep) as lease:
+            fresh = store.get(table, index, dim)
+            # read again under the lease: another ender may have ended them meanwhile
+            if fresh is not None and (fresh.malformed or any(ending(h) for h in fresh.holds)):
+                rows += _end_dimension(ctx, lease, table, fresh, ending, lower_direct, stop)
+    return rows
+
+
+def holds_level(holds: Sequence[Hold]) -> int:
+    """The most the dimension's recorded ``holds`` raised it to, as far as the store tells:
+    a hold recorded while others were active took their earliest baseline, so the holds
+    active together share one; the highest level of those sets. (A chain of holds, each
+    recorded while the one before was active, shares one baseline though its first and last
+    were never active at once: its level is then more than any moment's.)"""
+    sets: dict[int, list[Hold]] = {}
+    for h in holds:
+        sets.setdefault(h.baseline, []).append(h)
+    return max((level(s) for s in sets.values()), default=0)
+
+
+def _end_dimension(
+    ctx: Context,
+    lease: Lease,
+    table: str,
+    fresh: HeldDimension,
+    ending: Callable[[Hold], bool],
+    lower_direct: bool,
+    stop: Deadline,
+) -> list[dict[str, Any]]:
+    """Under the dimension's lease, with ``fresh`` its item read under it: end the holds
+    ``ending`` selects, and lower the dimension to what the others need. Returns its row: a
+    ``busy`` one while its table or index is not ACTIVE (the holds stay), a ``dropped`` one
+    for an index gone (its holds forgotten)."""
+    index, dim = fresh.scope
+    stop.check(f"DescribeTable of {table}")
+    try:
+        managed = read_table(ctx, table, None, None)
+    except CapacityRequestTimeout as exc:
+        return [result_row(table, index, dim, Via.NONE, 0, 0, Status.BUSY, note=str(exc))]
+    except TableGone as exc:
+        lease.write(holds=[])
+        return [result_row(table, index, dim, Via.NONE, 0, 0, Status.DROPPED, note=str(exc))]
+    d = next((x for x in managed.dimensions if (x.index, x.dimension) == (index, dim)), None)
+    now = ctx.now()
+    gone = [h for h in fresh.holds if ending(h)]
+    kept = [h for h in fresh.holds if not ending(h)]
+    if d is None:  # the index is gone (forget its holds) or not ACTIVE (later)
+        if index not in managed.indexes:
+            lease.write(holds=[])
+            note = f"index {index} is gone: its holds are forgotten"
+            return [result_row(table, index, dim, Via.NONE, 0, 0, Status.DROPPED, note=note)]
+        note = f"index {index} is not ACTIVE: its holds stay until it is"
+        return [result_row(table, index, dim, Via.NONE, 0, 0, Status.BUSY, note=note)]
+    current = d.target.min_capacity if d.target else d.provisioned
+    memory, base = base_of(d, fresh)
+    active = [h for h in kept if h.active(now)]
+    # what the holds raised the dimension to: those expired and not yet restored included,
+    # each set of them at its own earliest baseline (a raise of the scaler's on top is
+    # beyond it, and kept)
+    row, done = _lower(
+        ctx,
+        lease,
+        d=d,
+        base=base,
+        current=current,
+        held=max(base, holds_level(fresh.holds), level([*active, *gone])),
+        to=max(base, level(active)),
+        lower_direct=lower_direct,
+        now=now,
+        managed=managed,
+        stop=stop,
+    )
+    if done and memory is not None and row["status"] != Status.APPLIED:
+        # the minimum stays: what the library holds it at is what reconcile read
+        lease.write(base, kept, set_to=memory.set_to, intent=None)
+    elif done:
+        lease.write(base, kept)
+    return [row, *(_dropped_malformed(row, fresh) if done and fresh.malformed else [])]
+
+
+def _dropped_malformed(row: Mapping[str, Any], fresh: HeldDimension) -> list[dict[str, Any]]:
+    """The row of the malformed holds an ending's write left out (status ``dropped``,
+    counted as ``HoldsDropped`` by whoever ends holds in a function: `counts.dropped`):
+    what the store's bounds refuse to read (units over the largest hold, an expiry past
+    the longest, a forged token) is never a level, and goes, told."""
+    ids = ", ".join(malformed_ids(fresh))
+    more = len(fresh.malformed) - SHOWN_MALFORMED
+    more_text = f" and {more} more" if more > 0 else ""
+    note = (
+        f"{len(fresh.malformed)} malformed hold(s) dropped unread ({ids}{more_text}): outside "
+        "the hold store's bounds (units, expiry, baseline, token)"
+    )
+    log_event(  # wherever it runs (a worker's release too); the functions count the row
+        "holds-dropped",
+        level=logging.WARNING,
+        table=row["table"],
+        index=row["index"],
+        dimension=row["dimension"],
+        note=note,
+    )
+    index, dim, level_now = row["index"], row["dimension"], row["to"]
+    return [
+        result_row(
+            row["table"], index, dim, Via.NONE, level_now, level_now, Status.DROPPED, note=note
+        )
+    ]
+
+
+def _lower(
+    ctx: Context,
+    lease: Lease,
+    *,
+    d: Dimension,
+    base: int,
+    current: int,
+    held: int,
+    to: int,
+    lower_direct: bool,
+    now: datetime,
+    managed: ManagedTable,
+    stop: Deadline,
+) -> tuple[dict[str, Any], bool]:
+    """Bring one dimension from ``current`` to ``to``; returns the row and whether the
+    ended holds may be forgotten."""
+    via = Via.SCALABLE_TARGET if d.target else Via.UPDATE_TABLE
+
+    def row(new: int, status: Status, note: str | None = None) -> dict[str, Any]:
+        return result_row(d.table, d.index, d.dimension, via, current, new, status, note=note)
+
+    if current > held:
+        # Raised beyond the holds since: that capacity is someone else's to lower (the
+        # scaler remembers its own raise and restores it when calm).
+        return row(current, Status.KEPT, "raised beyond the holds since"), True
+    if current <= to:
+        return row(current, Status.UNCHANGED), True
+    if d.target is not None:
+        set_min(ctx, lease, d.target, base, to, deadline=stop)
+        return row(to, Status.APPLIED), True
+    if not lower_direct:
+        note = "the scaler lowers it as the traffic allows"
+        return row(current, Status.LEFT_TO_POLICY, note), True
+    if not d.ledger.can_decrease(now):
+        note = "no decrease allowed now; tried again at the next restore"
+        return row(to, Status.QUOTA_EXCEEDED, note), False
+    # renewed right before the decrease, so still this ender's: a request that took the
+    # lease while the calls above were slow may have recorded a hold they did not see; for
+    # the decrease's two calls (DescribeTable, UpdateTable)
+    lease.write(renew_for=2 * lease_bound(ctx.clients.dynamodb))
+    change = Change(d, current, to, "capacity hold ended", Action.DECREASE, Via.UPDATE_TABLE)
+    (outcome,) = actuator.apply(
+        ctx.clients.dynamodb,
+        ctx.clients.autoscaling,
+        managed,
+        [change],
+        dry_run=False,
+        now=now,
+        deadline=stop,
+    )
+    return row(to, outcome.status, outcome.error), outcome.status == Status.APPLIED
+
+
+def restore_expired(
+    table: str,
+    *,
+    store: str | HoldStore | None = None,
+    clients: Clients | None = None,
+    clock: Callable[[], float] = time.time,
+    lower_direct: bool = True,
+    held: list[HeldDimension] | None = None,
+    stop: Deadline = NONE,
+    sleep: Callable[[float], None] = time.sleep,
+) -> list[dict[str, Any]]:
+    """End every expired (or malformed) hold on ``table``: what the scaler's tick (with
+    ``lower_direct`` False, and its deadline ``stop``) and the ``CapacityRequests``
+    restorer run. A dimension being updated is left for the next run. ``held`` is what the
+    caller just read of the store; ``sleep`` waits for a dimension's lease (on ``clock``)."""
+    if clients is None:  # the store named first: no Region is the next thing to say
+        store = store if isinstance(store, HoldStore) else store_name(store)
+        clients = regional(make_clients)
+    ctx = Context(clients, clock, sleep, 0)
+    holds_store = open_store(store, ctx.clients, clock)
+    now = ctx.now()
+    states = held if held is not None else holds_store.table(table)
+    if not any(s.needs_restore(now) for s in states):
+        return []
+    return end_holds(
+        ctx,
+        holds_store,
+        table,
+        lambda h: not h.active(now),
+        deadline=holds_store.clock() + 30,
+        lower_direct=lower_direct,
+        held=states,
+        stop=stop,
+    )

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeGuard
 
-from ..aws.error_codes import MAX_REASONS, error_code, reasons_cause, throttle_cause
+from ..aws.error_codes import error_code
+from ..aws.throttle_causes import MAX_REASONS, reasons_cause, throttle_cause
 from ..core.names import table_of_arn
 from ..core.validators import is_number
 
@@ -34,8 +35,8 @@ REPORT_CAUSES: Mapping[str, str] = {
     "max-on-demand": "other",
     "unknown": "other",
 }
-"""A throttle's cause as the workers read it (`aws.error_codes.throttle_cause`), as a report counts
-it."""
+"""A throttle's cause as the workers read it (`aws.throttle_causes.throttle_cause`), as a
+report counts it."""
 NO_REASON = {"ProvisionedThroughputExceededException": "unknown"}
 """What a throttle without any reason counts as, by error code; any other code: ``other``."""
 TRANSACTION_CAUSE = "unknown"

@@ -4,9 +4,9 @@ Capacity requests ("get ready, here I come"): raise a table's minimum before hea
 hold it, and restore it when the work is done or the hold expires.
 
 - (the hold and its rules are `core.holds`, pure; the hold store is `aws.store`; reading
-  the table and moving minimums is `aws.hold_table`, ending holds and those expired
-  `aws.hold_ending`, the EMF counts `aws.counts`: the scaler's tick ends expired holds
-  through them, without this package)
+  the table, moving minimums, ending holds and those expired is `aws.hold_table`, the EMF
+  counts `aws.counts`: the scaler's tick ends expired holds through them, without this
+  package)
 - `validate`: checks of a request's arguments;
 - `context`: a table's current traffic, and a level read again once a hold is recorded;
 - `request`: making a request ([`request_capacity`][ddb_capacity_runtime.requests.request_capacity],
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..aws.hold_ending import restore_expired
+from ..aws.hold_table import restore_expired
 from ..core.holds import (
     CapacityRequestError,
     CapacityRequestFailed,

@@ -2,8 +2,8 @@
 (``ddb-capacity`` in direct mode).
 
 What a capacity request reads of one table besides what ending holds reads too
-(`aws.hold_table`): its current traffic, and whether a level it recorded a hold on is still
-there."""
+(`aws.hold_table.read_table`): its current traffic, and whether a level it recorded a hold on is
+still there."""
 
 from __future__ import annotations
 

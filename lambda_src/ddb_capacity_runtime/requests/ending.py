@@ -3,7 +3,7 @@
 
 Ending capacity holds on release, by id (`release_hold`), and forgetting those of a table
 no longer served (`drop_holds`). Ending the holds a function selects, and those expired, is
-`aws.hold_ending` (the scaler's tick runs it too, without this package)."""
+`aws.hold_table.end_holds` (the scaler's tick runs it too, without this package)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..aws.clients import Clients, make_clients, regional
-from ..aws.hold_ending import end_holds
-from ..aws.hold_table import Context, read_table
+from ..aws.hold_table import Context, end_holds, read_table
 from ..aws.store import HoldStore, open_store
 from ..core.errors import shown
 from ..core.holds import (

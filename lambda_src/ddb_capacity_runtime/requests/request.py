@@ -18,8 +18,7 @@ from ..aws import actuator
 from ..aws.clients import Clients, make_clients, regional
 from ..aws.counts import dropped, malformed_dropped
 from ..aws.error_codes import describe_error
-from ..aws.hold_ending import end_holds
-from ..aws.hold_table import Context, base_of, read_table, set_min
+from ..aws.hold_table import Context, base_of, end_holds, read_table, set_min
 from ..aws.store import MAX_HOLDS, HoldStore, Lease, open_store, store_quota
 from ..core.errors import HoldStoreMissing, LevelUnconfirmed, shown
 from ..core.holds import (

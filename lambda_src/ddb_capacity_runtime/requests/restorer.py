@@ -16,7 +16,7 @@ from typing import Any
 from ..aws.clients import Clients, make_clients
 from ..aws.counts import busy, dropped
 from ..aws.error_codes import describe_error
-from ..aws.hold_ending import restore_expired
+from ..aws.hold_table import restore_expired
 from ..aws.store import HoldStore, open_store
 from ..core.holds import CapacityRequestError
 from ..core.outcomes import NOT_MADE

@@ -20,7 +20,7 @@ from ..aws import discovery, table_calls
 from ..aws.clients import Clients
 from ..aws.counts import dropped
 from ..aws.error_codes import describe_error
-from ..aws.hold_ending import restore_expired
+from ..aws.hold_table import restore_expired
 from ..aws.store import HoldStore, Lease
 from ..core import holds
 from ..core.deadline import NONE, Deadline

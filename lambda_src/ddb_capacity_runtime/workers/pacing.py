@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
-from ..aws.error_codes import (  # the throttle-cause readers, where the workers took them from
+from ..aws.throttle_causes import (  # where the workers took them from
     CAUSES,
     HOT_KEY,
     MAX_REASONS,
