@@ -28,7 +28,7 @@ from ddb_capacity_runtime.core.names import resource_id, table_of_arn
 from ddb_capacity_runtime.core.settings import ScalerConfig
 from ddb_capacity_runtime.core.tables import ScalableTarget, tags_of
 from ddb_capacity_runtime.requests import Hold
-from ddb_capacity_runtime.scaler import tick
+from ddb_capacity_runtime.scaler import tick_report
 from ddb_capacity_runtime.scaler.handler import complete
 from ddb_capacity_runtime.scaler.shard import Batch
 from ddb_capacity_runtime.scaler.tick import TickFailed, TickSummary, run_tick
@@ -516,14 +516,14 @@ def test_an_error_in_one_tables_decision_fails_that_table_alone(
     # planted in the tick's own code: no answer of AWS's is known to cause one)
     busy, idle = busy_and_idle(world)
     faulty = world.table("faulty", 300, 300)
-    metrics = tick._table_metrics
+    metrics = tick_report._table_metrics
 
     def planted(table: Any, *args: Any) -> dict[str, float]:
         if table.name == faulty:
             raise OverflowError("date value out of range")
         return metrics(table, *args)
 
-    monkeypatch.setattr(tick, "_table_metrics", planted)
+    monkeypatch.setattr(tick_report, "_table_metrics", planted)
     # WHEN a tick runs
     summary, events = world.tick()
     # THEN the others are decided and counted as ever, and the faulty one is a failure, counted

@@ -1,8 +1,9 @@
 """Runs in: scaler Lambda, workstation (examples, benchmarks).
 
 The autopilot's plans in a tick: this hour's forecast of the tables whose forecast tick it
-is (`forecast_plans`), each table as they ask (`with_plans_in_force`), and the plans kept in
-the state store (`keep_plans`).
+is (`new_plans`, `forecast_plans`), each table as they ask (`with_plans_in_force`), the
+plans kept in the state store (`keep_plans`), and the target values of the target-tracking
+policies the autopilot owns written back (`retarget`).
 """
 
 from __future__ import annotations
@@ -15,14 +16,17 @@ from typing import Any
 from ..aws import metrics
 from ..aws.clients import Clients
 from ..aws.error_codes import describe_error
+from ..aws.scaling_policy import put_target_value
 from ..aws.store import HoldStore
 from ..core.floorplan import STEP_MINUTES, FloorPlan
-from ..core.forecast import HISTORY_DAYS, apply_plans, plan_floors, with_plans
+from ..core.forecast import HISTORY_DAYS, apply_plans, forecast_due, plan_floors, with_plans
 from ..core.holds import HeldDimension
+from ..core.ownership import retargets
 from ..core.series import MINUTE, Key, step_start
 from ..core.settings import ScalerConfig
 from ..core.tables import Dimension, ManagedTable
 from ..events import log_event
+from .tick_state import TickState
 
 
 def forecast_plans(
@@ -107,6 +111,16 @@ def _forecast(
     return plan
 
 
+def new_plans(t: TickState, tables: list[ManagedTable]) -> dict[Key, FloorPlan | None]:
+    """The autopilot's new plans of the tables whose forecast tick this is."""
+    if not t.config.policy.autopilot:
+        return {}
+    due = [x for x in tables if forecast_due(x.name, t.now.minute, t.config.tick_minutes)]
+    if not due:
+        return {}
+    return forecast_plans(t.config, t.clients, due, t.now, t.shared, t.fail)
+
+
 def with_plans_in_force(
     config: ScalerConfig,
     table: ManagedTable,
@@ -177,3 +191,27 @@ def keep_plans(
             "are obeyed this tick only, and the next hour plans again",
         )
     return not_kept
+
+
+def retarget(t: TickState, table: ManagedTable) -> None:
+    """Set each owned target-tracking policy's target value to what its dimension aims at
+    (`core.ownership.retargets`; ``table`` as the plans made it). A failed write is
+    a failure of the table; the others are still written."""
+    for r in retargets(table):
+        d = r.dimension
+        fields: dict[str, Any] = {"table": table.name, "index": d.index}
+        fields |= {"dimension": d.dimension, "old": r.old, "new": r.new}
+        fields["dry_run"] = t.config.dry_run
+        if not t.config.dry_run:
+            assert d.target is not None  # retargets gives owned targets only
+            if t.deadline.left() <= 0:
+                t.fail_late(table.name, f"target value {r.old} -> {r.new}: deadline passed")
+                continue
+            try:
+                put_target_value(t.clients.autoscaling, d.target, r.new)
+            except Exception as exc:
+                reason = f"target value {r.old} -> {r.new}: {describe_error(exc)}"
+                t.fail(table.name, reason)
+                log_event("target-value-failed", level=logging.WARNING, **fields, reason=reason)
+                continue
+        log_event("target-value", **fields)

@@ -85,8 +85,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, TextIO, TypeVar
@@ -96,65 +96,32 @@ from ..aws.actuator import Outcome
 from ..aws.clients import Clients
 from ..aws.error_codes import describe_error
 from ..aws.retry import RetryWithin, ThrottleCounter
-from ..aws.scaling_policy import put_target_value
 from ..aws.store import HoldStore
 from ..core.deadline import Deadline
 from ..core.errors import LeasesNotGivenBack
 from ..core.errors import TickFailed as TickFailed
 from ..core.floorplan import FloorPlan
-from ..core.forecast import forecast_due
 from ..core.holds import HeldDimension
-from ..core.outcomes import DONE, NOT_MADE, Status, change_row
-from ..core.ownership import retargets
+from ..core.outcomes import Status
 from ..core.plan import Change, Held, reservation_floor
-from ..core.policy import HOLD, INCREASE, Decision
+from ..core.policy import HOLD, Decision
 from ..core.series import Key, Series, window
 from ..core.settings import ScalerConfig
 from ..core.tables import ManagedTable
 from ..events import log_event
-from .plans import forecast_plans, keep_plans, with_plans_in_force
+from .plans import keep_plans, new_plans, retarget, with_plans_in_force
 from .reads import read_all, read_batch
 from .refusals import refuse_tags
 from .replicas import replicated
 from .shard import Batch
+from .tick_report import TickSummary as TickSummary
+from .tick_report import log_held, report_table, report_tick, tick_summary
 from .tick_state import TickState as _Tick
 from .witness import log_unwitnessed, planned_table, read_witnesses
 
 T = TypeVar("T")
 DESCRIBE_THREADS = 16
 """DescribeTable calls in flight at once."""
-
-
-@dataclass
-class TickSummary:
-    """What one tick did: the tables and dimensions it managed, the changes made
-    (``changes``) and not made (``failed``) as rows, the tables skipped, the tables that
-    failed, and the shared calls that failed. `to_dict` is the scaler Lambda's
-    answer and the fields of its ``tick-done`` event."""
-
-    tables: int
-    dimensions: int
-    changes: list[dict[str, Any]]
-    failed: list[dict[str, Any]]
-    skipped: list[dict[str, str]]
-    failures: list[dict[str, str]]
-    shared_failures: list[str]
-    dry_run: bool
-    batches: int = 0
-    """the batches a sharded tick sent (0: the tick ran here)"""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "batches": self.batches,
-            "tables": self.tables,
-            "dimensions": self.dimensions,
-            "changes": self.changes,
-            "failed": self.failed,
-            "skipped": self.skipped,
-            "failures": self.failures,
-            "shared_failures": self.shared_failures,
-            "dry_run": self.dry_run,
-        }
 
 
 def run_tick(
@@ -218,7 +185,7 @@ def tick(
         dimensions = sum(len(table.dimensions) for table in tables)
         series = _measure(t, tables)
         tables = _refuse_tags(t, tables, series)
-        fresh = _forecast(t, tables)
+        fresh = new_plans(t, tables)
         t.floor = reservation_floor(config.reservation, tables)
         read_witnesses(t, tables, series, fresh)
         for event, failures, consequence in (
@@ -238,8 +205,8 @@ def tick(
                 t.fail_late(table.name, f"not decided: {label} reached its deadline")
                 continue
             outcomes += _decide_and_act(t, table, series, fresh, held.get(table.name, []))
-    _report(t, tables, throttles.count)
-    return _summary(t, tables, dimensions, outcomes)
+    report_tick(t, tables, throttles.count)
+    return tick_summary(t, tables, dimensions, outcomes)
 
 
 def _with_account_quota(t: _Tick, read: int | None = None) -> ScalerConfig:
@@ -297,38 +264,6 @@ def _measure(t: _Tick, tables: list[ManagedTable]) -> dict[Key, Series]:
     return series
 
 
-def _report_causes(table: ManagedTable, series: Mapping[Key, Series]) -> float:
-    """Log each dimension's throttles capacity cannot fix (``hot-key``) and those whose
-    cause is unknown (``throttle-causes-unknown``); returns the table's key-range events."""
-    key_range = 0.0
-    for d in table.dimensions:
-        s = series.get(d.key)
-        if s is None:
-            continue
-        where: dict[str, Any] = {"table": table.name, "index": d.index, "dimension": d.dimension}
-        events = sum(s.key_range)
-        if events > 0:
-            key_range += events
-            log_event(
-                "hot-key",
-                level=logging.WARNING,
-                **where,
-                events=events,
-                unfixable_events=sum(s.unfixable),
-                consequence="not raised for: more capacity cannot serve a hot key; "
-                "CloudWatch Contributor Insights (throttled keys) names it",
-            )
-        if s.causes_unknown:
-            log_event(
-                "throttle-causes-unknown",
-                level=logging.WARNING,
-                **where,
-                minutes=s.causes_unknown,
-                consequence="their throttles are taken for provisioned-throughput ones",
-            )
-    return key_range
-
-
 def _refuse_tags(
     t: _Tick, tables: list[ManagedTable], series: Mapping[Key, Series]
 ) -> list[ManagedTable]:
@@ -341,16 +276,6 @@ def _refuse_tags(
         except Exception as exc:  # the table is left alone this tick, and fails
             t.fail(table.name, f"checking its tags: {describe_error(exc)}")
     return checked
-
-
-def _forecast(t: _Tick, tables: list[ManagedTable]) -> dict[Key, FloorPlan | None]:
-    """The autopilot's new plans of the tables whose forecast tick this is."""
-    if not t.config.policy.autopilot:
-        return {}
-    due = [x for x in tables if forecast_due(x.name, t.now.minute, t.config.tick_minutes)]
-    if not due:
-        return {}
-    return forecast_plans(t.config, t.clients, due, t.now, t.shared, t.fail)
 
 
 def _decide_and_act(
@@ -371,7 +296,7 @@ def _decide_and_act(
         # Decide, on what the tick read: this hour's plans, then every dimension's change.
         table = with_plans_in_force(t.config, table, fresh, t.now)
         planned, held_back, unwitnessed = planned_table(t, table, series)
-        _log_held(t, table.name, held_back)
+        log_held(t, table.name, held_back)
         stalled = log_unwitnessed(t, table, unwitnessed)
         changes = [c for c, _ in planned if c.action != HOLD and c.new != c.old]
         # Act: the plans kept, the changes applied (each guarded by its own condition).
@@ -395,190 +320,12 @@ def _decide_and_act(
             t.fail(table.name, str(exc))
         t.late += sum(1 for o in applied if o.status == Status.DEADLINE)
         results = {id(o.change): o for o in applied}
-        _retarget(t, table)
+        retarget(t, table)
     except Exception as exc:
         t.fail(table.name, describe_error(exc))
         results = {}
     try:  # what was sent stays in the summary, whatever reporting it raises
-        _report_table(t, table, planned, results, series, (len(held_back), stalled))
+        report_table(t, table, planned, results, series, (len(held_back), stalled))
     except Exception as exc:
         t.fail(table.name, describe_error(exc))
     return list(results.values())
-
-
-def _report_table(
-    t: _Tick,
-    table: ManagedTable,
-    planned: list[tuple[Change, Decision]],
-    results: Mapping[int, Outcome],
-    series: Mapping[Key, Series],
-    held: tuple[int, int],
-) -> None:
-    """Log each decision of ``table`` (with its outcome, where one was sent) and send the
-    table's EMF record. ``held``: its decreases the reservation held back, and those held
-    because its metrics' delivery was not witnessed."""
-    for change, _ in planned:
-        _log_decision(t, table.name, change, results.get(id(change)))
-    values = _table_metrics(table, planned, t.now, table.name in t.failures)
-    if t.config.policy.autopilot:  # dimensions whose forecast earned its place (a plan)
-        values["ForecastsOn"] = sum(1 for d in table.dimensions if d.plan is not None)
-    occasional = {
-        "RaisesWithinWarm": within_warm(results.values()),
-        "KeyRangeThrottleEvents": _report_causes(table, series),
-        "HeldByReservation": held[0],
-        "MetricsStalled": held[1],
-        # a raise not sent, as for a table found UPDATING: alarmed when it lasts
-        "Updating": int(_raises_retried(results.values()) > 0),
-    }
-    # only while they happen (each a billed custom metric)
-    values |= {name: value for name, value in occasional.items() if value}
-    t.emf(values, table.name)
-
-
-def _log_held(t: _Tick, table: str, held: list[Held]) -> None:
-    """A ``held-by-reservation`` event for each decrease of ``table`` the reservation floor
-    held back (cut, or not made)."""
-    for h in held:
-        d = h.change.dimension
-        log_event(
-            "held-by-reservation",
-            table=table,
-            index=d.index,
-            dimension=d.dimension,
-            old=h.change.old,
-            asked=h.asked,
-            new=h.change.new,
-            reserved=t.config.reservation.units(d.dimension),
-        )
-
-
-def _retarget(t: _Tick, table: ManagedTable) -> None:
-    """Set each owned target-tracking policy's target value to what its dimension aims at
-    (`core.ownership.retargets`; ``table`` as the plans made it). A failed write is
-    a failure of the table; the others are still written."""
-    for r in retargets(table):
-        d = r.dimension
-        fields: dict[str, Any] = {"table": table.name, "index": d.index}
-        fields |= {"dimension": d.dimension, "old": r.old, "new": r.new}
-        fields["dry_run"] = t.config.dry_run
-        if not t.config.dry_run:
-            assert d.target is not None  # retargets gives owned targets only
-            if t.deadline.left() <= 0:
-                t.fail_late(table.name, f"target value {r.old} -> {r.new}: deadline passed")
-                continue
-            try:
-                put_target_value(t.clients.autoscaling, d.target, r.new)
-            except Exception as exc:
-                reason = f"target value {r.old} -> {r.new}: {describe_error(exc)}"
-                t.fail(table.name, reason)
-                log_event("target-value-failed", level=logging.WARNING, **fields, reason=reason)
-                continue
-        log_event("target-value", **fields)
-
-
-def _log_decision(t: _Tick, table: str, change: Change, outcome: Outcome | None) -> None:
-    """The ``decision`` event of one change; a failed outcome is a failure of the table."""
-    status = outcome.status if outcome else Status.HELD
-    fields: dict[str, Any] = {
-        **change_row(change, status, outcome.error if outcome else None),
-        "action": change.action,
-        "reason": change.reason,
-        "throttles_seen": change.throttles_seen,
-    }
-    if change.action == INCREASE:
-        fields["within_warm"] = change.dimension.within_warm(change.new)
-    if t.config.policy.autopilot:  # the forecast's gate: a plan in force, or reacting alone
-        fields["forecast"] = "on" if change.dimension.plan is not None else "off"
-    log_event("decision", **fields)
-    if outcome is not None and outcome.status in NOT_MADE:
-        d = change.dimension
-        t.fail(table, f"{d.index or 'table'} {d.dimension}: {outcome.status}: {outcome.error}")
-
-
-def _raises_retried(outcomes: Iterable[Outcome]) -> int:
-    """How many of ``outcomes`` (one table's) are raises left for the next tick
-    (``retry-next-tick``: the table found UPDATING under them, another update in flight,
-    the capacity or the minimum moved since it was read, the lease busy), each logged
-    (``raise-retried``, a warning). One such tick is usual; a table whose raises end so
-    tick after tick is throttled and the scaler cannot help: its record says ``Updating``
-    = 1, so the alarm of a table that stays UPDATING covers it."""
-    retried = [
-        o for o in outcomes if o.status == Status.RETRY_NEXT_TICK and o.change.action == INCREASE
-    ]
-    for o in retried:
-        log_event(
-            "raise-retried",
-            level=logging.WARNING,
-            **change_row(o.change, o.status, o.error),
-            consequence="not raised this tick: the next tick decides again; counted as "
-            "Updating, alarmed when it lasts updating_for_ticks ticks",
-        )
-    return len(retried)
-
-
-def within_warm(outcomes: Iterable[Outcome]) -> int:
-    """How many of ``outcomes`` are raises applied within their dimension's warm throughput:
-    they landed at once (its partitions already serve the level: no split, no minutes of
-    UPDATING). A dimension whose warm throughput is not known counts as not within it."""
-    return sum(
-        1
-        for o in outcomes
-        if o.status == Status.APPLIED
-        and o.change.action == INCREASE
-        and o.change.dimension.within_warm(o.change.new)
-    )
-
-
-def _table_metrics(
-    table: ManagedTable, planned: list[tuple[Change, Decision]], now: datetime, failed: bool
-) -> dict[str, float]:
-    return {
-        "Decisions": sum(1 for c, _ in planned if c.action != HOLD),
-        "ThrottleEventsSeen": sum(c.throttles_seen for c, _ in planned),
-        "DecreasesLeft": min((d.ledger.remaining_today(now) for d in table.dimensions), default=0),
-        "CapacityAtMax": sum(1 for d in table.dimensions if d.provisioned >= d.limits.max_capacity),
-        "Failures": int(failed),
-        # only while it happens: each metric of a table is a CloudWatch custom metric, billed
-        # for the hours it has data
-        **({"IgnoredTags": table.ignored_tags} if table.ignored_tags else {}),
-        **({"PlansNotKept": table.plans_not_kept} if table.plans_not_kept else {}),
-        **({"BadTargets": table.bad_targets} if table.bad_targets else {}),
-        **({"RefusedTags": table.refused_tags} if table.refused_tags else {}),
-        **({"RefusedTunedTargets": table.refused_tuned} if table.refused_tuned else {}),
-        **({"TargetsNotOwned": table.targets_not_owned} if table.targets_not_owned else {}),
-    }
-
-
-def _report(t: _Tick, tables: list[ManagedTable], throttles: int) -> None:
-    """Log each failed table (with ``Failures`` = 1 for one never decided: never prepared,
-    or left undecided by the deadline) and send the tick's own EMF record (with
-    ``ControlPlaneThrottles``, the throttled attempts of its AWS calls, only while there are
-    any)."""
-    for name, reasons in t.failures.items():
-        log_event("table-failed", level=logging.ERROR, table=name, reason="; ".join(reasons))
-        if name not in t.counted:
-            t.emf({"Failures": 1}, name)
-    t.emf(
-        {
-            "Failures": len(t.failures),
-            "SharedFailures": len(t.shared_failures) + len(t.throttled),
-            "TablesManaged": len(tables),
-            **({"ControlPlaneThrottles": throttles} if throttles else {}),
-            **({"DeadlinePassed": t.late} if t.late else {}),
-        }
-    )
-
-
-def _summary(
-    t: _Tick, tables: list[ManagedTable], dimensions: int, outcomes: list[Outcome]
-) -> TickSummary:
-    return TickSummary(
-        tables=len(tables),
-        dimensions=dimensions,
-        changes=[change_row(o.change, o.status, o.error) for o in outcomes if o.status in DONE],
-        failed=[change_row(o.change, o.status, o.error) for o in outcomes if o.status not in DONE],
-        skipped=t.skipped,
-        failures=[{"table": n, "reason": "; ".join(r)} for n, r in t.failures.items()],
-        shared_failures=t.shared_failures + t.throttled,
-        dry_run=t.config.dry_run,
-    )
