@@ -52,8 +52,10 @@ from constructs_pkg.common._runtime import (
 
 PACKAGE = Path(ddb_capacity_runtime.__file__).resolve().parent
 SCALER = "ddb_capacity_runtime.scaler.handler.lambda_handler"
-#: The scaler asset's largest size, zipped as the CDK zips it.
-SCALER_ZIPPED_LIMIT = 115_000
+#: The scaler asset's largest size, zipped as the CDK zips it. Not to be raised: the budget
+#: protects the scaler's cold start (``benchmarks/handler_import.py``), and a module the
+#: tick needs not (another function's code, say) goes rather than the budget rising.
+SCALER_ZIPPED_LIMIT = 100_000
 
 
 @pytest.fixture(scope="module")
