@@ -354,13 +354,19 @@ def test_the_handler_import_benchmark_runs_in_its_quick_mode(
     # GIVEN the benchmark, measuring the scaler's handler against a baseline (here the
     # same package, staged the same way)
     handler_import.main(["--quick", "--baseline", str(PACKAGE)])
-    # THEN it prints each measure of both, and their difference (the times themselves
-    # depend on the machine)
+    # THEN it prints each measure of both, boto3's import alone among them, their
+    # difference, and each one's verdict on the goal (the times themselves depend on the
+    # machine)
     out = capsys.readouterr().out
     assert out.startswith(f"{SCALER} (1 runs, ms: median (min-max))")
-    for measure in ("handler wall", "handler cpu", "+ later wall", "+ later cpu"):
-        assert f"  {measure}" in out and "current" in out and "baseline" in out
-    assert out.count("difference ") == 4
+    lines = out.splitlines()
+    for measure in ("boto3", "handler", "+ later", "boto3 + handler"):
+        for clock in ("wall", "cpu"):
+            (line,) = [x for x in lines if x.startswith(f"  {measure} {clock} ")]
+            assert "current" in line and "baseline" in line and "difference " in line
+    assert out.count("difference ") == len(handler_import.MEASURES) == 8
+    goal = "  goal: boto3 + handler wall, median, at most 150 ms: current "
+    assert lines[-1].startswith(goal) and "; baseline " in lines[-1]
     with pytest.raises(SystemExit):
         handler_import.main(["--quick", "--baseline", str(PACKAGE / "core" / "policy.py")])
     assert "--baseline: got" in capsys.readouterr().err
