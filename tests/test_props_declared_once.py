@@ -10,10 +10,26 @@ from typing import Any
 
 import pytest
 
+from constructs_pkg.fleet import FleetAdvisor, FleetAdvisorProps, NightlyTuning, NightlyTuningProps
+from constructs_pkg.global_tables import GlobalTableCapacity, GlobalTableCapacityProps
+from constructs_pkg.requests import CapacityRequests, CapacityRequestsProps
 from constructs_pkg.scaler import ScalerProps, ThrottleAwareScaler
-from constructs_pkg.table import ProvisionedTable, ProvisionedTableProps
+from constructs_pkg.table import (
+    ProvisionedTable,
+    ProvisionedTableProps,
+    TableCapacity,
+    TableCapacityProps,
+)
 
-DECLARED = [(ThrottleAwareScaler, ScalerProps), (ProvisionedTable, ProvisionedTableProps)]
+DECLARED = [
+    (ThrottleAwareScaler, ScalerProps),
+    (ProvisionedTable, ProvisionedTableProps),
+    (TableCapacity, TableCapacityProps),
+    (GlobalTableCapacity, GlobalTableCapacityProps),
+    (CapacityRequests, CapacityRequestsProps),
+    (FleetAdvisor, FleetAdvisorProps),
+    (NightlyTuning, NightlyTuningProps),
+]
 
 
 def undeclared(construct: type[Any], props: type) -> list[str]:

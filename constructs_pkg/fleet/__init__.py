@@ -9,14 +9,16 @@ from typing import TYPE_CHECKING
 from .._exports import lazy_exports
 
 _LAZY = {
+    "NightlyTuningProps": "._tuning",
+    "FleetAdvisorProps": "._advisor",
     "FleetAdvisor": "._advisor",
     "NightlyTuning": "._tuning",
 }
 
 if TYPE_CHECKING:
-    from ._advisor import FleetAdvisor
-    from ._tuning import NightlyTuning
+    from ._advisor import FleetAdvisor, FleetAdvisorProps
+    from ._tuning import NightlyTuning, NightlyTuningProps
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
-__all__ = ["FleetAdvisor", "NightlyTuning"]
+__all__ = ["FleetAdvisor", "FleetAdvisorProps", "NightlyTuning", "NightlyTuningProps"]

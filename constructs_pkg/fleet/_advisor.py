@@ -16,6 +16,7 @@ metrics alarm to ``topic``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from aws_cdk import Aws, Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -82,33 +83,60 @@ def function_defaults(worker_memory_size: int) -> dict[str, FunctionDefaults]:
     }
 
 
+@dataclass(frozen=True, kw_only=True)
+class FleetAdvisorProps:
+    """`FleetAdvisor`'s props, each with its default: the keyword arguments of
+    `FleetAdvisor`, which takes them as they are (and checks them)."""
+
+    schedule: events.CronOptions | None = None
+    """When the lister runs, a daily UTC time (minute and hour only). Default: 02:00 UTC."""
+
+    report_delay: Duration = DEFAULT_REPORT_DELAY
+    """How long after the lister the report runs (15 minutes to 23 hours, whole minutes);
+    tables without a result by then are listed as missing. Default: 3 hours."""
+
+    max_concurrency: int = DEFAULT_MAX_CONCURRENCY
+    """Workers at once (the event source's maximum concurrency, 2 to 1,000). Default: 10."""
+
+    days: int = DEFAULT_DAYS
+    """Days of CloudWatch history each table is advised on (1 to 14: CloudWatch keeps 1-minute
+    datapoints 15 days, and a worker may run a day after its run). Default: 14."""
+
+    candidates: Sequence[str] | None = None
+    """The policies tried (as ``advise --candidate``). Default: advise's."""
+
+    worker_memory_size: int = DEFAULT_WORKER_MEMORY
+    """The worker's memory in MB (1,769 is one vCPU). Default: 1769."""
+
+    report_retention: Duration = DEFAULT_RETENTION
+    """How long runs are kept in the bucket. Default: 90 days."""
+
+    alarm_topic: sns.ITopic | None = None
+    """Where the alarms go. Default: the stack's shared library topic (one SNS topic, SSL
+    enforced, encrypted with one KMS key, for every construct of the library in the stack
+    given none)."""
+
+    topic: sns.ITopic | None = None
+    """The earlier name of ``alarm_topic`` (a warning at synth)."""
+
+    alarm_options: Mapping[str, AlarmOptions] | None = None
+    """Per alarm id (``"DeadLetters"``, ``"Failures"``, ``"TablesFailed"``,
+    ``"TablesMissing"``), an ``AlarmOptions``: off, another threshold or evaluation periods,
+    more actions. Default: every alarm on any count in 5 minutes."""
+
+    function_options: Mapping[str, FunctionOptions] | None = None
+    """Per function (``"Lister"``, ``"Worker"``, ``"Report"``), a ``FunctionOptions`` merged
+    over its defaults (256 MB, ``worker_memory_size`` and 1,024 MB; 15 minutes each, from 1
+    to 15 minutes; logs kept one year; ARM_64). The ``Tables`` queue hides a message six
+    times the worker's timeout. A worker's ``memory_size`` here wins over
+    ``worker_memory_size``."""
+
+
 class FleetAdvisor(Construct):
     """The nightly fleet report of the account and Region (module docstring).
 
-    :param schedule: when the lister runs, a daily UTC time (minute and hour only).
-        Default: 02:00 UTC.
-    :param report_delay: how long after the lister the report runs (15 minutes to 23
-        hours, whole minutes); tables without a result by then are listed as missing.
-        Default: 3 hours.
-    :param max_concurrency: workers at once (the event source's maximum concurrency, 2 to
-        1,000). Default: 10.
-    :param days: days of CloudWatch history each table is advised on (1 to 14: CloudWatch
-        keeps 1-minute datapoints 15 days, and a worker may run a day after its run). Default: 14.
-    :param candidates: the policies tried (as ``advise --candidate``). Default: advise's.
-    :param worker_memory_size: the worker's memory in MB (1,769 is one vCPU). Default: 1769.
-    :param report_retention: how long runs are kept in the bucket. Default: 90 days.
-    :param alarm_topic: where the alarms go. Default: the stack's shared library topic
-        (one SNS topic, SSL enforced, encrypted with one KMS key, for every construct of the
-        library in the stack given none).
-    :param topic: the earlier name of ``alarm_topic`` (a warning at synth).
-    :param alarm_options: per alarm id (``"DeadLetters"``, ``"Failures"``,
-        ``"TablesFailed"``, ``"TablesMissing"``), an ``AlarmOptions``: off, another threshold
-        or evaluation periods, more actions. Default: every alarm on any count in 5 minutes.
-    :param function_options: per function (``"Lister"``, ``"Worker"``, ``"Report"``), a
-        ``FunctionOptions`` merged over its defaults (256 MB, ``worker_memory_size`` and
-        1,024 MB; 15 minutes each, from 1 to 15 minutes; logs kept one year; ARM_64). The
-        ``Tables`` queue hides a message six times the worker's timeout. A worker's
-        ``memory_size`` here wins over ``worker_memory_size``.
+    Its props, each with its default and what it does, are the fields of
+    `FleetAdvisorProps`: the keyword arguments here.
     """
 
     @property
@@ -121,17 +149,17 @@ class FleetAdvisor(Construct):
         scope: Construct,
         id: str,
         *,
-        schedule: events.CronOptions | None = None,
-        report_delay: Duration = DEFAULT_REPORT_DELAY,
-        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
-        days: int = DEFAULT_DAYS,
-        candidates: Sequence[str] | None = None,
-        worker_memory_size: int = DEFAULT_WORKER_MEMORY,
-        report_retention: Duration = DEFAULT_RETENTION,
-        alarm_topic: sns.ITopic | None = None,
-        topic: sns.ITopic | None = None,
-        alarm_options: Mapping[str, AlarmOptions] | None = None,
-        function_options: Mapping[str, FunctionOptions] | None = None,
+        schedule: events.CronOptions | None = FleetAdvisorProps.schedule,
+        report_delay: Duration = FleetAdvisorProps.report_delay,
+        max_concurrency: int = FleetAdvisorProps.max_concurrency,
+        days: int = FleetAdvisorProps.days,
+        candidates: Sequence[str] | None = FleetAdvisorProps.candidates,
+        worker_memory_size: int = FleetAdvisorProps.worker_memory_size,
+        report_retention: Duration = FleetAdvisorProps.report_retention,
+        alarm_topic: sns.ITopic | None = FleetAdvisorProps.alarm_topic,
+        topic: sns.ITopic | None = FleetAdvisorProps.topic,
+        alarm_options: Mapping[str, AlarmOptions] | None = FleetAdvisorProps.alarm_options,
+        function_options: Mapping[str, FunctionOptions] | None = FleetAdvisorProps.function_options,
     ) -> None:
         super().__init__(scope, id)
         self._where = f"FleetAdvisor {self.node.path}"

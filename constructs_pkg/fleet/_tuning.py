@@ -18,6 +18,7 @@ place the app names, next to the two constructs it joins.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from aws_cdk import Duration, Stack
 from aws_cdk import aws_events as events
@@ -107,34 +108,57 @@ TUNING_COUNT_ALARMS: tuple[tuple[str, str, str, str, str], ...] = (
 look first, what to do first."""
 
 
+@dataclass(frozen=True, kw_only=True)
+class NightlyTuningProps:
+    """`NightlyTuning`'s props, each with its default: the keyword arguments of
+    `NightlyTuning`, which takes them as they are (and checks them)."""
+
+    advisor: FleetAdvisor
+    """The ``FleetAdvisor`` whose report it applies; it runs 30 minutes after the report."""
+
+    scaler: ThrottleAwareScaler
+    """The ``ThrottleAwareScaler`` whose target values it tunes; it needs ``own_target=True``,
+    and tunes every table (and GSI) the scaler owns the target value of. The scaler is told
+    to obey the tuned values (``SCALER_TUNED_TARGETS``) that lie in ``allowed_targets``
+    (``SCALER_TUNED_ALLOWED``)."""
+
+    allowed_targets: Sequence[int]
+    """The target values (whole percentages, 20 to 90) it may set: a set, a list or a ``range``
+    (``range(50, 91, 5)``). Nothing outside them is ever set, so their lowest is the lowest
+    target value (the most capacity) and their highest the highest (the least)."""
+
+    max_step: int = DEFAULT_MAX_STEP
+    """The most percentage points one dimension's target value moves a night, 1 to 70. Default:
+    10."""
+
+    dry_run: bool = False
+    """Compute and log every change (``target-tuned`` with ``dry_run``), and count it
+    (``TargetsWouldChange``), but change nothing. Default: False."""
+
+    alarm_topic: sns.ITopic | None = None
+    """Where the alarms go. Default: the stack's shared library topic (one SNS topic, SSL
+    enforced, encrypted with one KMS key, for every construct of the library in the stack
+    given none)."""
+
+    topic: sns.ITopic | None = None
+    """The earlier name of ``alarm_topic`` (a warning at synth)."""
+
+    alarm_options: Mapping[str, AlarmOptions] | None = None
+    """Per alarm id (``"Changed"``, ``"DeadLetters"``, ``"Failures"``, ``"TablesFailed"``,
+    ``"Unreadable"``, ``"Refused"``), an ``AlarmOptions``. Default: every alarm on any count
+    in 5 minutes (``Changed``: a target value was changed; ``Refused``: the scaler refused a
+    tuned value outside ``allowed_targets``, on any count in a tick)."""
+
+    function_options: Mapping[str, FunctionOptions] | None = None
+    """``{"Tuner": FunctionOptions(...)}`` merged over its defaults: 256 MB, 15 minutes (1 to
+    15), logs kept one year, ARM_64."""
+
+
 class NightlyTuning(Construct):
     """The nightly loop that keeps each owned target value tuned (module docstring).
 
-    :param advisor: the ``FleetAdvisor`` whose report it applies; it runs 30 minutes after
-        the report.
-    :param scaler: the ``ThrottleAwareScaler`` whose target values it tunes; it needs
-        ``own_target=True``, and tunes every table (and GSI) the scaler owns the target
-        value of. The scaler is told to obey the tuned values (``SCALER_TUNED_TARGETS``)
-        that lie in ``allowed_targets`` (``SCALER_TUNED_ALLOWED``).
-    :param allowed_targets: the target values (whole percentages, 20 to 90) it may set: a
-        set, a list or a ``range`` (``range(50, 91, 5)``). Nothing outside them is ever set,
-        so their lowest is the lowest target value (the most capacity) and their highest the
-        highest (the least).
-    :param max_step: the most percentage points one dimension's target value moves a
-        night, 1 to 70. Default: 10.
-    :param dry_run: compute and log every change (``target-tuned`` with ``dry_run``), and
-        count it (``TargetsWouldChange``), but change nothing. Default: False.
-    :param alarm_topic: where the alarms go. Default: the stack's shared library topic
-        (one SNS topic, SSL enforced, encrypted with one KMS key, for every construct of the
-        library in the stack given none).
-    :param topic: the earlier name of ``alarm_topic`` (a warning at synth).
-    :param alarm_options: per alarm id (``"Changed"``, ``"DeadLetters"``, ``"Failures"``,
-        ``"TablesFailed"``, ``"Unreadable"``, ``"Refused"``), an ``AlarmOptions``. Default:
-        every alarm on any count in 5 minutes (``Changed``: a target value was changed;
-        ``Refused``: the scaler refused a tuned value outside ``allowed_targets``, on any
-        count in a tick).
-    :param function_options: ``{"Tuner": FunctionOptions(...)}`` merged over its
-        defaults: 256 MB, 15 minutes (1 to 15), logs kept one year, ARM_64.
+    Its props, each with its default and what it does, are the fields of
+    `NightlyTuningProps`: the keyword arguments here.
     """
 
     @property
@@ -150,12 +174,14 @@ class NightlyTuning(Construct):
         advisor: FleetAdvisor,
         scaler: ThrottleAwareScaler,
         allowed_targets: Sequence[int],
-        max_step: int = DEFAULT_MAX_STEP,
-        dry_run: bool = False,
-        alarm_topic: sns.ITopic | None = None,
-        topic: sns.ITopic | None = None,
-        alarm_options: Mapping[str, AlarmOptions] | None = None,
-        function_options: Mapping[str, FunctionOptions] | None = None,
+        max_step: int = NightlyTuningProps.max_step,
+        dry_run: bool = NightlyTuningProps.dry_run,
+        alarm_topic: sns.ITopic | None = NightlyTuningProps.alarm_topic,
+        topic: sns.ITopic | None = NightlyTuningProps.topic,
+        alarm_options: Mapping[str, AlarmOptions] | None = NightlyTuningProps.alarm_options,
+        function_options: Mapping[str, FunctionOptions] | None = (
+            NightlyTuningProps.function_options
+        ),
     ) -> None:
         super().__init__(scope, id)
         self._where = f"NightlyTuning {self.node.path}"

@@ -10,15 +10,16 @@ from typing import TYPE_CHECKING
 from .._exports import lazy_exports
 
 _LAZY = {
+    "GlobalTableCapacityProps": "._global_table",
     "GlobalTableCapacity": "._global_table",
     "HighWaterMark": "._global_table",
     "Replica": "._replica",
 }
 
 if TYPE_CHECKING:
-    from ._global_table import GlobalTableCapacity, HighWaterMark
+    from ._global_table import GlobalTableCapacity, GlobalTableCapacityProps, HighWaterMark
     from ._replica import Replica
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
-__all__ = ["GlobalTableCapacity", "HighWaterMark", "Replica"]
+__all__ = ["GlobalTableCapacity", "GlobalTableCapacityProps", "HighWaterMark", "Replica"]

@@ -82,6 +82,39 @@ class _Spec:
     targets: Mapping[str, Mapping[str, float]]
 
 
+@dataclass(frozen=True, kw_only=True)
+class GlobalTableCapacityProps:
+    """`GlobalTableCapacity`'s props, each with its default: the keyword arguments of
+    `GlobalTableCapacity`, which takes them as they are (and checks them)."""
+
+    table: dynamodb.TableV2
+    """A ``TableV2`` of this app with provisioned billing; each dimension a schedule or window
+    is added to must be autoscaled (``Capacity.autoscaled``). Give it all its replicas
+    before this construct."""
+
+    high_water_mark: HighWaterMark | None = None
+    """The table's warm throughput, in every replica. Default: none."""
+
+    index_high_water_marks: Mapping[str, HighWaterMark] | None = None
+    """Each GSI's, by index name. Default: none."""
+
+    table_quota: int = DEFAULT_TABLE_QUOTA
+    """The account's per-table capacity quota. Default: 40,000."""
+
+    function_options: Mapping[str, FunctionOptions] | None = None
+    """``{"ReplicaSchedules": FunctionOptions(...)}``: the stack's replica-schedule function
+    (memory, timeout from 30 seconds to 15 minutes, log retention, architecture), shared by
+    every GlobalTableCapacity of the stack. Default: 256 MB, 2 minutes."""
+
+    alarm_topic: sns.ITopic | None = None
+    """Where the replica-schedule function's errors alarm goes (shared by every
+    GlobalTableCapacity of the stack, as the function is: give them the same). Default: the
+    stack's shared library topic."""
+
+    alarm_options: Mapping[str, AlarmOptions] | None = None
+    """``{"Errors": AlarmOptions(...)}``. Default: on, 1 error in 5 minutes."""
+
+
 class GlobalTableCapacity(Construct):
     """Schedules, windows and high-water marks for a provisioned ``TableV2`` and its
     replicas.
@@ -98,21 +131,8 @@ class GlobalTableCapacity(Construct):
         capacity.add_capacity_window("launch", dimension="write", capacity=400,
             start="09:00", duration=Duration.hours(2), time_zone="Europe/Paris")
 
-    :param table: a ``TableV2`` of this app with provisioned billing; each dimension a
-        schedule or window is added to must be autoscaled (``Capacity.autoscaled``). Give
-        it all its replicas before this construct.
-    :param high_water_mark: the table's warm throughput, in every replica. Default: none.
-    :param index_high_water_marks: each GSI's, by index name. Default: none.
-    :param table_quota: the account's per-table capacity quota. Default: 40,000.
-    :param function_options: ``{"ReplicaSchedules": FunctionOptions(...)}``: the stack's
-        replica-schedule function (memory, timeout from 30 seconds to 15 minutes, log
-        retention, architecture), shared by every GlobalTableCapacity of the stack.
-        Default: 256 MB, 2 minutes.
-    :param alarm_topic: where the replica-schedule function's errors alarm goes (shared by
-        every GlobalTableCapacity of the stack, as the function is: give them the same).
-        Default: the stack's shared library topic.
-    :param alarm_options: ``{"Errors": AlarmOptions(...)}``. Default: on, 1 error in 5
-        minutes.
+    Its props, each with its default and what it does, are the fields of
+    `GlobalTableCapacityProps`: the keyword arguments here.
     """
 
     def __init__(
@@ -121,12 +141,16 @@ class GlobalTableCapacity(Construct):
         id: str,
         *,
         table: dynamodb.TableV2,
-        high_water_mark: HighWaterMark | None = None,
-        index_high_water_marks: Mapping[str, HighWaterMark] | None = None,
-        table_quota: int = DEFAULT_TABLE_QUOTA,
-        function_options: Mapping[str, FunctionOptions] | None = None,
-        alarm_topic: sns.ITopic | None = None,
-        alarm_options: Mapping[str, AlarmOptions] | None = None,
+        high_water_mark: HighWaterMark | None = GlobalTableCapacityProps.high_water_mark,
+        index_high_water_marks: Mapping[str, HighWaterMark] | None = (
+            GlobalTableCapacityProps.index_high_water_marks
+        ),
+        table_quota: int = GlobalTableCapacityProps.table_quota,
+        function_options: Mapping[str, FunctionOptions] | None = (
+            GlobalTableCapacityProps.function_options
+        ),
+        alarm_topic: sns.ITopic | None = GlobalTableCapacityProps.alarm_topic,
+        alarm_options: Mapping[str, AlarmOptions] | None = GlobalTableCapacityProps.alarm_options,
     ) -> None:
         super().__init__(scope, id)
         self._where = f"GlobalTableCapacity {self.node.path}"

@@ -23,6 +23,7 @@ heads over what is provisioned. ``grant_signals`` lets a process report, and not
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Unpack
 
 from aws_cdk import Aspects, Duration
@@ -189,48 +190,73 @@ ALARM_IDS = (
 """The alarms, by stable id (``alarm_options``, ``alarms``)."""
 
 
+@dataclass(frozen=True, kw_only=True)
+class CapacityRequestsProps:
+    """`CapacityRequests`'s props, each with its default: the keyword arguments of
+    `CapacityRequests`, which takes them as they are (and checks them)."""
+
+    tables: Sequence[dynamodb.ITable | TableCapacity]
+    """The tables workers may request capacity on (``ProvisionedTable`` or any ``ITable``), as
+    a list; at least one. The indexes of a ``ProvisionedTable`` are allowed too; allow an
+    index of another table with [`allow_index`][]."""
+
+    restore_every: Duration | None = DEFAULT_RESTORE_EVERY
+    """How often a scheduled Lambda (the restorer) asks the broker to end expired holds on
+    these tables. Default: 5 minutes. None: no restorer; see "Why the restorer stays" before
+    choosing it (a connected scaler, not a dry run, is then needed: synthesis fails without
+    one)."""
+
+    max_units: int = DEFAULT_TABLE_QUOTA
+    """The most units one hold of one dimension may ask for; larger requests are refused and,
+    if written to the store anyway, ignored. At most ``table_quota``. Default: 40,000."""
+
+    max_total_units: int | None = None
+    """The most units the active holds of one dimension (a table's or a GSI's read or write)
+    may add up to; a request that would pass it is refused. Default: ``max_units``, so the
+    holds of a dimension add up to one largest hold at most; raise it to let holds stack.
+    From ``max_units`` to ``table_quota``."""
+
+    max_hold: Duration = DEFAULT_MAX_HOLD
+    """The longest hold. Default: 24 hours."""
+
+    broker_concurrency: int | None = DEFAULT_BROKER_CONCURRENCY
+    """The broker's reserved concurrency: how many requests it serves at once; a worker beyond
+    it gets an error at once. Default: 10. None: unreserved (an account whose concurrency
+    limit is 10, as new accounts have, can reserve none)."""
+
+    alarm_topic: sns.ITopic | None = None
+    """Where the alarms on the broker's and the restorer's failures go. Default: the stack's
+    shared library topic (one SNS topic, SSL enforced, encrypted with one KMS key, for every
+    construct of the library in the stack given none)."""
+
+    fast_path: FastPath | None = None
+    """Deploy the signals function ([`FastPath`][]), which raises a dimension within seconds of
+    the processes' reports. Without a restorer (``restore_every=None``) a scaler must be
+    connected to end its surges. Default: None, no fast path."""
+
+    table_quota: int = DEFAULT_TABLE_QUOTA
+    """The account's per-table capacity quota, in capacity units: the largest capacity the hold
+    store reads or a request may reach (a base, a hold's baseline, a minimum set), from 1 to
+    1,000,000. Default: 40,000 (DynamoDB's default quota). A connected scaler must have the
+    same."""
+
+    alarm_options: Mapping[str, AlarmOptions] | None = None
+    """Per alarm id (see `alarms`), an ``AlarmOptions``: off, another threshold or evaluation
+    periods, more actions. Default: every alarm as documented (docs: Alarms)."""
+
+    function_options: Mapping[str, FunctionOptions] | None = None
+    """Per function (``"Broker"``, ``"Restorer"``, ``"Signals"``, ``"StreamReader"``), a
+    ``FunctionOptions`` merged over its defaults: the broker 256 MB and 15 minutes (its
+    timeout cannot be shorter: a request waits up to 13 minutes), the restorer 128 MB and 3
+    minutes (1 to 15 minutes), the signals function 256 MB and 30 seconds (10 seconds to a
+    minute); logs kept one year; ARM_64."""
+
+
 class CapacityRequests(Construct):
     """Lets workers raise capacity for work about to start, with automatic restore.
 
-    :param tables: the tables workers may request capacity on (``ProvisionedTable`` or any
-        ``ITable``), as a list; at least one. The indexes of a ``ProvisionedTable`` are
-        allowed too; allow an index of another table with [`allow_index`][].
-    :param restore_every: how often a scheduled Lambda (the restorer) asks the broker to
-        end expired holds on these tables. Default: 5 minutes. None: no restorer; see
-        "Why the restorer stays" before choosing it (a connected scaler, not a dry run, is
-        then needed: synthesis fails without one).
-    :param max_units: the most units one hold of one dimension may ask for; larger requests
-        are refused and, if written to the store anyway, ignored. At most ``table_quota``.
-        Default: 40,000.
-    :param max_total_units: the most units the active holds of one dimension (a table's or
-        a GSI's read or write) may add up to; a request that would pass it is refused.
-        Default: ``max_units``, so the holds of a dimension add up to one largest hold at
-        most; raise it to let holds stack. From ``max_units`` to ``table_quota``.
-    :param max_hold: the longest hold. Default: 24 hours.
-    :param table_quota: the account's per-table capacity quota, in capacity units: the
-        largest capacity the hold store reads or a request may reach (a base, a hold's
-        baseline, a minimum set), from 1 to 1,000,000. Default: 40,000 (DynamoDB's default
-        quota). A connected scaler must have the same.
-    :param broker_concurrency: the broker's reserved concurrency: how many requests it
-        serves at once; a worker beyond it gets an error at once. Default: 10. None:
-        unreserved (an account whose concurrency limit is 10, as new accounts have, can
-        reserve none).
-    :param alarm_topic: where the alarms on the broker's and the restorer's failures go.
-        Default: the stack's shared library topic (one SNS topic, SSL enforced, encrypted
-        with one KMS key, for every construct of the library in the stack given none).
-    :param fast_path: deploy the signals function ([`FastPath`][]), which raises a
-        dimension within seconds of the processes' reports. Without a restorer
-        (``restore_every=None``) a scaler must be connected to end its surges. Default:
-        None, no fast path.
-    :param alarm_options: per alarm id (see `alarms`), an ``AlarmOptions``: off,
-        another threshold or evaluation periods, more actions. Default: every alarm as
-        documented (docs: Alarms).
-    :param function_options: per function (``"Broker"``, ``"Restorer"``, ``"Signals"``,
-        ``"StreamReader"``), a
-        ``FunctionOptions`` merged over its defaults: the broker 256 MB and 15 minutes (its
-        timeout cannot be shorter: a request waits up to 13 minutes), the restorer 128 MB and
-        3 minutes (1 to 15 minutes), the signals function 256 MB and 30 seconds (10 seconds
-        to a minute); logs kept one year; ARM_64.
+    Its props, each with its default and what it does, are the fields of
+    `CapacityRequestsProps`: the keyword arguments here.
 
     **Why the restorer stays when a scaler is connected.** A scaler connected with
     [`connect`][] ends expired holds in its tick, but only some of them, so the restorer
@@ -260,16 +286,17 @@ class CapacityRequests(Construct):
         id: str,
         *,
         tables: Sequence[dynamodb.ITable | TableCapacity],
-        restore_every: Duration | None = DEFAULT_RESTORE_EVERY,
-        max_units: int = DEFAULT_TABLE_QUOTA,
-        max_total_units: int | None = None,
-        max_hold: Duration = DEFAULT_MAX_HOLD,
-        broker_concurrency: int | None = DEFAULT_BROKER_CONCURRENCY,
-        alarm_topic: sns.ITopic | None = None,
-        fast_path: FastPath | None = None,
-        table_quota: int = DEFAULT_TABLE_QUOTA,
-        alarm_options: Mapping[str, AlarmOptions] | None = None,
-        function_options: Mapping[str, FunctionOptions] | None = None,
+        restore_every: Duration | None = CapacityRequestsProps.restore_every,
+        max_units: int = CapacityRequestsProps.max_units,
+        max_total_units: int | None = CapacityRequestsProps.max_total_units,
+        max_hold: Duration = CapacityRequestsProps.max_hold,
+        broker_concurrency: int | None = CapacityRequestsProps.broker_concurrency,
+        alarm_topic: sns.ITopic | None = CapacityRequestsProps.alarm_topic,
+        fast_path: FastPath | None = CapacityRequestsProps.fast_path,
+        table_quota: int = CapacityRequestsProps.table_quota,
+        alarm_options: Mapping[str, AlarmOptions] | None = CapacityRequestsProps.alarm_options,
+        function_options: Mapping[str, FunctionOptions]
+        | None = CapacityRequestsProps.function_options,
     ) -> None:
         super().__init__(scope, id)
         self._where = f"CapacityRequests {self.node.path}"

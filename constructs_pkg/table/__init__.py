@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from .._exports import lazy_exports
 
 _LAZY = {
+    "TableCapacityProps": "._table",
     "DEFAULT_TABLE_QUOTA": "._capacity",
     "DEFAULT_TARGET_UTILIZATION": "._capacity",
     "Capacity": "._capacity",
@@ -26,18 +27,19 @@ if TYPE_CHECKING:
     from ._capacity import DEFAULT_TABLE_QUOTA, DEFAULT_TARGET_UTILIZATION, Capacity, PrewarmMethod
     from ._provisioned_table import ProvisionedTable, ProvisionedTableProps
     from ._quota import DEFAULT_SCALABLE_TARGET_QUOTA, ScalableTargetQuota
-    from ._table import TableCapacity
+    from ._table import TableCapacity, TableCapacityProps
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
 __all__ = [
+    "Capacity",
     "DEFAULT_SCALABLE_TARGET_QUOTA",
     "DEFAULT_TABLE_QUOTA",
     "DEFAULT_TARGET_UTILIZATION",
-    "Capacity",
     "PrewarmMethod",
     "ProvisionedTable",
     "ProvisionedTableProps",
     "ScalableTargetQuota",
     "TableCapacity",
+    "TableCapacityProps",
 ]

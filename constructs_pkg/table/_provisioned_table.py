@@ -19,7 +19,6 @@ from constructs import Construct
 
 from ..common._function_options import FunctionOptions
 from ._capacity import (
-    DEFAULT_TABLE_QUOTA,
     Capacity,
     PrewarmMethod,
 )
@@ -27,7 +26,7 @@ from ._parts import (
     NewTable,
     known_props,
 )
-from ._table import TableCapacity
+from ._table import TableCapacity, TableCapacityProps
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,11 +47,11 @@ class ProvisionedTableProps:
     sort_key: dynamodb.Attribute | None = None
     """Default: none."""
 
-    prewarm: PrewarmMethod = PrewarmMethod.WARM_THROUGHPUT
+    prewarm: PrewarmMethod = TableCapacityProps.prewarm
     """How high-water marks are reached. Default: ``PrewarmMethod.WARM_THROUGHPUT`` (instant,
     spends no decrease). Used only where a ``Capacity`` sets ``high_water_mark``."""
 
-    table_quota: int = DEFAULT_TABLE_QUOTA
+    table_quota: int = TableCapacityProps.table_quota
     """The per-table capacity quota of the account, in capacity units. Default: 40,000
     (DynamoDB's default quota)."""
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
@@ -186,6 +187,41 @@ def index_names_of(table: dynamodb.ITable | TableCapacity) -> list[str] | None:
     return None
 
 
+@dataclass(frozen=True, kw_only=True)
+class TableCapacityProps:
+    """`TableCapacity`'s props, each with its default: the keyword arguments of
+    `TableCapacity`, which takes them as they are (and checks them)."""
+
+    table: dynamodb.ITable | NewTable
+    """A provisioned ``aws_dynamodb.Table`` of this app; or a table you own elsewhere, imported
+    by name (``Table.from_table_name``): then this stack registers and owns its scalable
+    targets (min, max, target tracking, schedules and windows) and changes nothing else;
+    high-water marks need the table in this app."""
+
+    read: Capacity
+    """The table's read capacity."""
+
+    write: Capacity
+    """The table's write capacity."""
+
+    indexes: Mapping[str, tuple[Capacity, Capacity]] | None = None
+    """Every GSI the table has, by name: ``(read, write)`` Capacity. Default: none (a table
+    with GSIs must name them all)."""
+
+    prewarm: PrewarmMethod = PrewarmMethod.WARM_THROUGHPUT
+    """How high-water marks are reached. Default: ``WARM_THROUGHPUT``."""
+
+    table_quota: int = DEFAULT_TABLE_QUOTA
+    """The account's per-table capacity quota. Default: 40,000."""
+
+    function_options: Mapping[str, FunctionOptions] | None = None
+    """With ``PROVISION_THEN_SETTLE`` only, ``{"Settle": FunctionOptions(...)}``: the stack's
+    two settle functions (memory, timeout from 30 seconds to 15 minutes for each call, log
+    retention, architecture) merged over their defaults (256 MB, 1 minute; the provider
+    waits for the table between calls, up to 30 minutes). Every settled table of a stack
+    shares them, so they must ask for the same. Default: the defaults."""
+
+
 @jsii.implements(dynamodb.ITable)
 class TableCapacity(TableDelegation, Construct):
     """Everything ``ProvisionedTable`` gives, for an ``aws_dynamodb.Table`` that already
@@ -208,22 +244,8 @@ class TableCapacity(TableDelegation, Construct):
             indexes={"byCustomer": (Capacity(min_capacity=2, max_capacity=100),
                                     Capacity(min_capacity=2, max_capacity=100))})
 
-    :param table: a provisioned ``aws_dynamodb.Table`` of this app; or a table you own
-        elsewhere, imported by name (``Table.from_table_name``): then this stack registers
-        and owns its scalable targets (min, max, target tracking, schedules and windows)
-        and changes nothing else; high-water marks need the table in this app.
-    :param read: the table's read capacity.
-    :param write: the table's write capacity.
-    :param indexes: every GSI the table has, by name: ``(read, write)`` Capacity. Default:
-        none (a table with GSIs must name them all).
-    :param prewarm: how high-water marks are reached. Default: ``WARM_THROUGHPUT``.
-    :param table_quota: the account's per-table capacity quota. Default: 40,000.
-    :param function_options: with ``PROVISION_THEN_SETTLE`` only, ``{"Settle":
-        FunctionOptions(...)}``: the stack's two settle functions (memory, timeout from 30
-        seconds to 15 minutes for each call, log retention, architecture) merged over their
-        defaults (256 MB, 1 minute; the provider waits for the table between calls, up to 30
-        minutes). Every settled table of a stack shares them, so they must ask for the same.
-        Default: the defaults.
+    Its props, each with its default and what it does, are the fields of
+    `TableCapacityProps`: the keyword arguments here.
     """
 
     _KIND = "TableCapacity"
@@ -241,10 +263,12 @@ class TableCapacity(TableDelegation, Construct):
         table: dynamodb.ITable | NewTable,
         read: Capacity,
         write: Capacity,
-        indexes: Mapping[str, tuple[Capacity, Capacity]] | None = None,
-        prewarm: PrewarmMethod = PrewarmMethod.WARM_THROUGHPUT,
-        table_quota: int = DEFAULT_TABLE_QUOTA,
-        function_options: Mapping[str, FunctionOptions] | None = None,
+        indexes: Mapping[str, tuple[Capacity, Capacity]] | None = TableCapacityProps.indexes,
+        prewarm: PrewarmMethod = TableCapacityProps.prewarm,
+        table_quota: int = TableCapacityProps.table_quota,
+        function_options: Mapping[str, FunctionOptions] | None = (
+            TableCapacityProps.function_options
+        ),
     ) -> None:
         super().__init__(scope, id)
         where = f"{self._KIND} {self.node.path}"
