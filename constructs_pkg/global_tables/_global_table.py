@@ -7,7 +7,7 @@ The global table keeps its own auto scaling: its template's minimum, maximum and
 value, which ``AWS::DynamoDB::GlobalTable`` applies to each replica's scalable targets in
 that replica's Region, and which a deploy of the table restores. This construct adds the
 library's scheduled actions to those targets through one custom resource per Region
-(`replica_schedules`), validated as a ``ProvisionedTable``'s schedule is, and sets the
+(`_replica_schedules`), validated as a ``ProvisionedTable``'s schedule is, and sets the
 table's (and its GSIs') warm throughput to the high-water marks it is given. Write
 capacity is one setting of every replica: a write schedule applies to all of them, read
 schedules to every replica or to one."""

@@ -399,7 +399,7 @@ class CapacityRequests(Construct):
     def _render_hold_store(self) -> dynamodb.Table:
         """The hold store, which each table's settle step reads (never lowering it below
         a hold): told now to a table given as its ``TableCapacity``, once the app is built
-        to one given as the plain table (`requests_checks.HoldReaders`)."""
+        to one given as the plain table (`requests._requests_checks.HoldReaders`)."""
         store = state_store_table(
             self,
             "HoldStore",
@@ -422,7 +422,7 @@ class CapacityRequests(Construct):
             )
         self.tables: list[dynamodb.ITable] = []
         self._indexes: list[tuple[dynamodb.ITable, TableCapacity | None, list[str]]] = []
-        self._table_keys: dict[tuple[str, str], str] = {}  # `table_parts.table_keys` to path
+        self._table_keys: dict[tuple[str, str], str] = {}  # `table._parts.table_keys` to path
         for table in given:
             check_table(self._where, table, REQUESTS_GLOBAL)
             owner = table if isinstance(table, TableCapacity) else None

@@ -258,7 +258,7 @@ class ThrottleAwareScaler(Construct):
         that grow with them, and (``own_target``) the target values the autopilot owns."""
         self._tables: list[dynamodb.ITable] = []
         self._table_keys: dict[tuple[str, str], str] = {}
-        """Each managed table's keys (`table_parts.table_keys`), to the table's label."""
+        """Each managed table's keys (`table._parts.table_keys`), to the table's label."""
         self._overrides = ScalerOverrides(self._where, self.table_quota)
         self._own_target = own_target
         self._owned: dict[str, Any] = {}
@@ -574,7 +574,7 @@ class ThrottleAwareScaler(Construct):
 
     def _shared(self) -> list[str]:
         """A table this scaler manages that another scaler of the app manages too (one
-        construct, or one name in one stack: `table_parts.table_keys`): each would move its
+        construct, or one name in one stack: `table._parts.table_keys`): each would move its
         minimum on its own state, and take the other's raise for the configured minimum. Told
         once, by the scaler made first."""
         scalers = [x for x in self.node.root.node.find_all() if isinstance(x, ThrottleAwareScaler)]

@@ -2,8 +2,8 @@
 
 TableCapacity: capacity management for a DynamoDB table (one of this app's, adopted, or
 one imported by name): every dimension auto scaled, optionally pre-warmed to a high-water
-mark, with schedules and windows (`ProvisionedTable`, in `provisioned_table`, is a Table
-plus a TableCapacity; `ITable`'s members are delegated in `table_delegation`)."""
+mark, with schedules and windows (`ProvisionedTable`, in `_provisioned_table`, is a Table
+plus a TableCapacity; `ITable`'s members are delegated in `_delegation`)."""
 
 from __future__ import annotations
 
@@ -518,7 +518,8 @@ class TableCapacity(TableDelegation, Construct):
 
     def _read_holds(self, store: dynamodb.ITable) -> None:
         """(``CapacityRequests``) the table's settle step, made now or later, reads its
-        capacity holds in ``store`` (`prewarm.SettleStep.read_holds`); told twice, once."""
+        capacity holds in ``store`` (`settle._settle_step.SettleStep.read_holds`); told
+        twice, once."""
         if self._hold_store is store:
             return
         self._hold_store = store
