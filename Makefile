@@ -95,7 +95,7 @@ unit: install install-checkov browser
 	$(VENV)/bin/pytest -n 2
 
 # The property tests (hypothesis) randomized at scale: each test's examples times
-# HYPOTHESIS_EXPLORE_SCALE (20 unless set), new random ones every run (tests/hypothesis_profiles.py);
+# HYPOTHESIS_EXPLORE_SCALE (20 unless set), new random ones every run (tests/support/hypothesis_profiles.py);
 # `make test` runs them derandomized, the same examples every time. EXPLORE_ARGS goes to pytest
 # (e.g. EXPLORE_ARGS=tests/test_policy.py). Then the hold races, 200 trials from a new seed
 # (tests/test_hold_races.py; the gate runs 12). Every run goes ahead; any failing fails the target.

@@ -1,7 +1,7 @@
 """Shared fixtures: CDK scopes, the example app synthesized by the real CDK CLI, a local
 moto server (emptied at the start of each test module) and dynalite (each on 127.0.0.1 on a
 free port, stopped afterwards), and a stand-in for CloudFormation's pre-signed response
-URL. Loads the hypothesis profile (tests/hypothesis_profiles.py) first.
+URL. Loads the hypothesis profile (tests/support/hypothesis_profiles.py) first.
 
 Under pytest-xdist (``make unit`` runs ``-n 2``) each worker has its own servers and
 temporary folders; a test module runs whole on one worker (its module fixtures are made
@@ -32,7 +32,7 @@ import pytest
 from ddb_capacity_tools import local_aws
 from ddb_capacity_tools.local_aws import ACCOUNT, REGION
 from ddb_capacity_tools.simulator import ensemble
-from tests.hypothesis_profiles import load_profile
+from tests.support.hypothesis_profiles import load_profile
 from tests.support.shape import long_modules
 
 #: The temporary folder of aws-cdk-lib's Node process (the jsii runtime, which the import of

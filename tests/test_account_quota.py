@@ -22,7 +22,7 @@ from ddb_capacity_runtime.core.names import DEFAULT_TABLE_QUOTA, MAX_TABLE_QUOTA
 from ddb_capacity_runtime.core.settings import ScalerConfig
 from ddb_capacity_runtime.scaler.tick import run_tick
 from ddb_capacity_tools.local_aws import recorded_events
-from tests.moto_world import World
+from tests.support.moto_world import World
 
 
 @pytest.fixture

@@ -5,10 +5,8 @@ no traffic), the exit status, the monthly figures, and untrusted answers from AW
 from __future__ import annotations
 
 import csv
-import io
 import json
 import os
-import urllib.request
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -22,7 +20,6 @@ from botocore.stub import Stubber
 from ddb_capacity_tools import advise as advise_module
 from ddb_capacity_tools import fleet
 from ddb_capacity_tools.advise import Advice, AdviseError, Failure, Replication, list_tables, text
-from ddb_capacity_tools.cli import main
 from ddb_capacity_tools.fleet_current import Current
 from ddb_capacity_tools.local_aws import put_traffic
 from ddb_capacity_tools.page.fleet_page import _reservation as reservation_html
@@ -32,108 +29,19 @@ from ddb_capacity_tools.reserve_sizing import fleet_bill
 from ddb_capacity_tools.simulator import ModelParams
 from ddb_capacity_tools.simulator.backtest import history
 from ddb_capacity_tools.simulator.candidates import STOCK
-from ddb_capacity_tools.simulator.ensemble import settings_of
 from ddb_capacity_tools.simulator.prices import Prices
-from ddb_capacity_tools.simulator.trace import Trace, TraceError
-from tests.test_cli import Terminal
-
-#: A Region no other test uses, so that --all-tables sees only these tables.
-REGION = "eu-west-3"
-
-
-def run(*argv: str, terminal: bool = False) -> tuple[int, str, str]:
-    """``main(argv)``: its exit status, stdout and stderr (a terminal's with ``terminal``)."""
-    out, err = io.StringIO(), Terminal() if terminal else io.StringIO()
-    code = main(list(argv), out, err)
-    return code, out.getvalue(), err.getvalue()
-
-
-class Denied:
-    """What an HTTP response needs to be for botocore to raise the parsed error."""
-
-    status_code = 400
-
-
-def moto_client(aws_env: dict[str, str], service: str, region: str = REGION) -> Any:
-    """A client of ``service`` in ``region`` of the moto server."""
-    return boto3.client(  # type: ignore[call-overload]
-        service,
-        endpoint_url=aws_env["AWS_ENDPOINT_URL"],
-        region_name=region,
-        aws_access_key_id="test",
-        aws_secret_access_key="test",  # noqa: S106 (moto takes any key)
-    )
-
-
-def two_settings(trace: Trace) -> list[ModelParams]:
-    """The `pair` ensemble's settings (tests/conftest.py) for ``trace``, as a Setup's ``settings_of`` (at module level: a
-    process of the pool is given it)."""
-    return settings_of("plausible", ModelParams(), trace)[:2]
-
-
-def reset_moto(endpoint: str) -> None:
-    """Empty the moto server: its GetMetricData looks through every datapoint of the Region
-    in the window, minute by minute, for each query, so the traffic of the tests before
-    would slow every history this test reads."""
-    reset = urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST")
-    with urllib.request.urlopen(reset, timeout=30) as answer:  # noqa: S310 (local moto)
-        answer.read()
-
-
-@pytest.fixture
-def region(aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    """An empty Region of an emptied moto server; the command's clients see DescribeTable of
-    any table named in ``denied`` refused with AccessDeniedException."""
-    for name, value in aws_env.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
-    monkeypatch.setenv("AWS_REGION", REGION)
-
-    reset_moto(aws_env["AWS_ENDPOINT_URL"])
-    ddb, cloudwatch = moto_client(aws_env, "dynamodb"), moto_client(aws_env, "cloudwatch")
-    denied: set[str] = set()
-    real_client: Callable[..., Any] = boto3.client
-
-    def deny(params: dict[str, Any], **_: Any) -> Any:
-        if json.loads(params["body"]).get("TableName") in denied:
-            error = {"Code": "AccessDeniedException", "Message": "not authorized"}
-            return Denied(), {"Error": error}
-        return None
-
-    def client(service: str, *args: Any, **kwargs: Any) -> Any:
-        made = real_client(service, *args, **kwargs)
-        if service == "dynamodb":
-            made.meta.events.register("before-call.dynamodb.DescribeTable", deny)
-        return made
-
-    monkeypatch.setattr(boto3, "client", client)
-    end = datetime.now(UTC).replace(second=0, microsecond=0)
-    return {"ddb": ddb, "cloudwatch": cloudwatch, "denied": denied, "end": end, "aws_env": aws_env}
-
-
-def create(ddb: Any, name: str) -> str:
-    ddb.create_table(
-        TableName=name,
-        BillingMode="PROVISIONED",
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        ProvisionedThroughput={"ReadCapacityUnits": 10, "WriteCapacityUnits": 10},
-    )
-    return name
-
-
-def busy(region: dict[str, Any], name: str, write: float) -> str:
-    """A table with three hours of ``write`` WCU/s and 50 RCU/s before the end."""
-    create(region["ddb"], name)
-    for dim, level in (("write", write), ("read", 50)):
-        put_traffic(
-            region["cloudwatch"], name, dim, level, end=region["end"], minutes=range(1, 181)
-        )
-    return name
-
-
-def day(region: dict[str, Any]) -> list[str]:
-    return ["--days", "1", "--end", region["end"].isoformat(), "--workers", "1"]
+from ddb_capacity_tools.simulator.trace import TraceError
+from tests.support.advise import (
+    REGION,
+    busy,
+    create,
+    day,
+    moto_client,
+    reserving,
+    run,
+    two_settings,
+)
+from tests.support.advise import region as region  # noqa: F401 (fixture)
 
 
 def test_every_table_is_advised_or_failed_on_its_own(
@@ -691,20 +599,6 @@ def test_a_global_tables_replicas_are_read_as_untrusted_input(
     found = advise_module.replication(description)
     assert (found.regions, found.unknown) == (regions, unknown)
     assert found.replicated == (replicas not in (None, []))
-
-
-def reserving(end: datetime) -> advise_module.Setup:
-    """A day's advice to ``end`` on stock:70 (under the `pair` ensemble), with the hours of the fleet's
-    reservation plan."""
-    return advise_module.Setup(
-        1,
-        end,
-        two_settings,
-        ModelParams(),
-        ["stock:70"],
-        workers=1,
-        reserve_hours=True,
-    )
 
 
 def test_a_replicas_advice_says_how_its_writes_are_billed(region: dict[str, Any]) -> None:

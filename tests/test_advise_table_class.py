@@ -20,8 +20,8 @@ from ddb_capacity_tools.reserve_sizing import fleet_bill
 from ddb_capacity_tools.simulator.backtest import history
 from ddb_capacity_tools.simulator.prices import Prices
 from ddb_capacity_tools.simulator.table_class import STANDARD, STANDARD_IA
-from tests.test_advise import busy, reserving
-from tests.test_advise import region as region  # noqa: F401 (fixture)
+from tests.support.advise import busy, reserving
+from tests.support.advise import region as region  # noqa: F401 (fixture)
 
 
 @pytest.mark.parametrize(

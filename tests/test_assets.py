@@ -6,14 +6,12 @@ has only the asset, the standard library and boto3 (what Lambda's runtime gives 
 from __future__ import annotations
 
 import ast
-import io
 import json
 import marshal
 import shutil
 import subprocess
 import sys
 import types
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -49,9 +47,9 @@ from constructs_pkg.common._runtime import (
     bound_synthesizer,
     compiled_modules,
 )
+from tests.support.assets import SCALER, zipped_size
 
 PACKAGE = Path(ddb_capacity_runtime.__file__).resolve().parent
-SCALER = "ddb_capacity_runtime.scaler.handler.lambda_handler"
 #: The scaler asset's largest size, zipped as the CDK zips it. Not to be raised: the budget
 #: protects the scaler's cold start (``benchmarks/handler_import.py``), and a module the
 #: tick needs not (another function's code, say) goes rather than the budget rising.
@@ -86,15 +84,6 @@ def assets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             key = properties["Code"]["S3Key"][: -len(".zip")]
             found[properties["Handler"]] = outdir / f"asset.{key}"
     return {h: p for h, p in found.items() if h.startswith(PACKAGE.name + ".")}
-
-
-def zipped_size(folder: Path) -> int:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for path in sorted(folder.rglob("*")):
-            if path.is_file():
-                archive.write(path, path.relative_to(folder))
-    return len(buffer.getvalue())
 
 
 def settle_handlers(assets: dict[str, Path]) -> list[str]:

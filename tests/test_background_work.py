@@ -34,7 +34,8 @@ from ddb_capacity_runtime.workers.scan import (
 )
 from ddb_capacity_runtime.workers.writer import SlowStartWriter, WriteResult
 from ddb_capacity_tools import local_aws
-from tests.hypothesis_profiles import examples
+from tests.support.background_work import collector, make_table
+from tests.support.hypothesis_profiles import examples
 
 
 class FakeClock:
@@ -97,16 +98,6 @@ def test_the_limiter_rejects_a_bad_rate(rate: object) -> None:
 # ---------------------------------------------------------------- helpers
 
 
-def make_table(client: Any, name: str) -> None:
-    client.create_table(
-        TableName=name,
-        BillingMode="PROVISIONED",
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        ProvisionedThroughput={"ReadCapacityUnits": 100, "WriteCapacityUnits": 100},
-    )
-
-
 #: The loaded table's client and name, the cursor table's name, and the keys of its items.
 Loaded = tuple[Any, str, str, set[str]]
 
@@ -127,17 +118,6 @@ def loaded(aws_env: dict[str, str]) -> Loaded:
     cursors = f"Cursors{uuid.uuid4().hex[:8]}"
     create_cursor_table(ddb, cursors)
     return ddb, name, cursors, {i["pk"] for i in items}
-
-
-def collector() -> tuple[list[str], Callable[[int, list[dict[str, Any]]], None]]:
-    seen: list[str] = []
-    lock = threading.Lock()
-
-    def handle(segment: int, items: list[dict[str, Any]]) -> None:
-        with lock:
-            seen.extend(i["pk"]["S"] for i in items)
-
-    return seen, handle
 
 
 # ---------------------------------------------------------------- the writer on moto

@@ -22,11 +22,11 @@ from ddb_capacity_runtime.requests import (
     request_capacity,
 )
 from ddb_capacity_runtime.requests.broker import BrokerConfig, serve
-from tests.local_lambda import local_lambda
-from tests.moto_world import World
-from tests.test_broker import call, served, world  # noqa: F401
-from tests.test_capacity_requests import HOLD_ID, _described, _table, stubbed  # noqa: F401
-from tests.test_untrusted_json import emf_total
+from tests.support.broker import call, served, world  # noqa: F401
+from tests.support.capacity_requests import HOLD_ID, _described, _table, stubbed  # noqa: F401
+from tests.support.local_lambda import local_lambda
+from tests.support.moto_world import World
+from tests.support.untrusted_json import emf_total
 
 
 def test_a_release_on_a_table_the_broker_does_not_serve_is_refused_and_keeps_the_hold(

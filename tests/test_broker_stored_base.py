@@ -10,10 +10,10 @@ import json
 import pytest
 
 from ddb_capacity_runtime.aws.store import HoldStore
-from tests.moto_world import World
-from tests.test_broker import call, request
-from tests.test_broker import served as served  # noqa: F401 (fixture)
-from tests.test_broker import world as world  # noqa: F401 (fixture)
+from tests.support.broker import call, request
+from tests.support.broker import served as served  # noqa: F401 (fixture)
+from tests.support.broker import world as world  # noqa: F401 (fixture)
+from tests.support.moto_world import World
 
 
 @pytest.mark.parametrize("bad", [{"S": "100"}, {"N": "0"}, {"N": "-5"}])

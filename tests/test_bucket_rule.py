@@ -24,7 +24,7 @@ from ddb_capacity_tools.simulator.policies import ThrottleAware
 from ddb_capacity_tools.simulator.run import build
 from ddb_capacity_tools.simulator.scenarios import START, noisy
 from ddb_capacity_tools.simulator.trace import Trace
-from tests.hypothesis_profiles import examples
+from tests.support.hypothesis_profiles import examples
 
 WRITE = (None, "write")
 READ = (None, "read")
@@ -344,7 +344,7 @@ def test_the_autopilot_on_target_tracking_leaves_noise_over_the_capacity_to_the_
 
 def test_load_at_exactly_the_capacity_drains_no_bucket_and_is_raised_for() -> None:
     from ddb_capacity_runtime.core.policy import autopilot_config, decide
-    from tests.test_policy import state
+    from tests.support.policy import state
 
     # GIVEN 13 quiet minutes at 600 of 1,000 (the bucket fills), then two at exactly 1,000:
     # above the 70 % target, but not over the capacity, so no bucket is drawn on
@@ -357,7 +357,7 @@ def test_load_at_exactly_the_capacity_drains_no_bucket_and_is_raised_for() -> No
 
 def test_one_throttle_event_in_the_window_leaves_nothing_to_the_bucket() -> None:
     from ddb_capacity_runtime.core.policy import autopilot_config, decide
-    from tests.test_policy import state
+    from tests.support.policy import state
 
     # GIVEN the noise the bucket absorbs (13 minutes at 600 of 1,000, two at 1,200)
     consumed = [600.0] * 13 + [1_200.0] * 2

@@ -13,22 +13,19 @@ import subprocess
 import sys
 import textwrap
 import time
-import uuid
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 from botocore.exceptions import ClientError
-from botocore.stub import Stubber
 
 from ddb_capacity_runtime.aws.clients import Clients
 from ddb_capacity_runtime.aws.store import CLOCK_SKEW, LEASE, HoldLimits, HoldStore
 from ddb_capacity_runtime.core.errors import HoldStoreMissing
-from ddb_capacity_runtime.core.holds import HeldDimension, level, new_token
+from ddb_capacity_runtime.core.holds import level, new_token
 from ddb_capacity_runtime.events import event_fields
 from ddb_capacity_runtime.requests import (
     CapacityRequestError,
@@ -39,24 +36,25 @@ from ddb_capacity_runtime.requests import (
     request_capacity,
     restore_expired,
 )
-from ddb_capacity_runtime.requests import request as request_module
 from ddb_capacity_runtime.requests import restorer as restorer_module
 from ddb_capacity_runtime.requests.broker import BrokerConfig, broker_handler, serve
-from ddb_capacity_tools.local_aws import create_store_table
-from tests.local_lambda import local_lambda
-from tests.moto_world import World, base_min_tag
-from tests.test_surge_guards import untrusted_cloudwatch
-from tests.test_surge_server import counted
+from tests.support.capacity_requests import (
+    HOLD_ID,
+    FakeClock,
+    _described,
+    _table,
+    later,
+    stored,
+    write_held,
+)
+from tests.support.capacity_requests import stubbed as stubbed  # noqa: F401 (fixture)
+from tests.support.capacity_requests import world as world  # noqa: F401 (fixture)
+from tests.support.local_lambda import local_lambda
+from tests.support.moto_world import World, base_min_tag
+from tests.support.surge_guards import untrusted_cloudwatch
+from tests.support.surge_server import counted
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture
-def world(aws_client: Any, store_dynamodb: Any) -> Iterator[World]:
-    """Tables, targets and traffic in moto; the state store in dynalite."""
-    made = World(aws_client, store_dynamodb)
-    yield made
-    made.close()
 
 
 @pytest.fixture
@@ -68,35 +66,8 @@ def moto_world(aws_client: Any) -> Iterator[World]:
     made.close()
 
 
-def stored(world: World, name: str) -> dict[tuple[str | None, str], HeldDimension]:
-    """What the hold store holds of ``name``, by (index, dimension) (an item at rest, with
-    its base and recent intents alone, holds nothing)."""
-    return {h.scope: h for h in world.store.table(name) if h.holding}
-
-
 def no_library_tags(world: World, name: str) -> bool:
     return not any(k.startswith("ddb-capacity:") for k in world.tags(name))
-
-
-def write_held(world: World, label: str, base: int, write: int, minutes: float) -> tuple[str, Any]:
-    """A table ``label`` whose write target's minimum is ``base``, raised to ``write`` (over no
-    traffic) by a hold of ``minutes``; returns its name and the hold."""
-    name = world.table(label, 10, base, tagged=False)
-    world.target(name, "write", base, 20_000)
-    hold = request_capacity(
-        name,
-        write=write,
-        hold=timedelta(minutes=minutes),
-        clients=world.clients,
-        store=world.store,
-    )
-    assert world.target_min(name, "write") == write
-    return name, hold
-
-
-def later(minutes: float) -> Any:
-    """A clock ``minutes`` from now."""
-    return lambda: time.time() + minutes * 60
 
 
 # ------------------------------------------------------------------ holds add up
@@ -642,72 +613,6 @@ def test_unknown_table_index_and_on_demand_are_clear_errors(world: World) -> Non
 
 
 # ------------------------------------------------------------------ Stubber: what moto never does
-
-
-def _table(status: str = "ACTIVE", write: int = 10, decreases: int = 0) -> dict[str, Any]:
-    return {
-        "Table": {
-            "TableName": "Orders",
-            "TableStatus": status,
-            "TableArn": "arn:aws:dynamodb:us-east-1:123456789012:table/Orders",
-            "ProvisionedThroughput": {
-                "ReadCapacityUnits": 10,
-                "WriteCapacityUnits": write,
-                **(
-                    {"NumberOfDecreasesToday": decreases, "LastDecreaseDateTime": datetime.now(UTC)}
-                    if decreases
-                    else {}
-                ),
-            },
-        }
-    }
-
-
-def _tags(**extra: str) -> dict[str, Any]:
-    return {"Tags": [{"Key": k, "Value": v} for k, v in extra.items()]}
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.t = time.time()
-
-    def __call__(self) -> float:
-        return self.t
-
-    def sleep(self, seconds: float) -> None:
-        self.t += seconds
-
-
-HOLD_ID = "0123456789ab"
-
-
-@pytest.fixture
-def stubbed(
-    aws_client: Any, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[tuple[Stubber, Clients, HoldStore]]:
-    """A stubbed DynamoDB client for the table beside moto's Application Auto Scaling,
-    CloudWatch and a hold store in moto; new holds get the id HOLD_ID."""
-    store_name = f"holds-{uuid.uuid4().hex[:8]}"
-    create_store_table(aws_client("dynamodb"), store_name)
-    # the uuid module the request module draws its hold ids from
-    monkeypatch.setattr(
-        vars(request_module)["uuid"], "uuid4", lambda: uuid.UUID(HOLD_ID + "0" * 20)
-    )
-    ddb = boto3.client(
-        "dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
-    )
-    stub = Stubber(ddb)
-    # no tagging client: nothing here looks tables up by tag
-    clients = Clients(ddb, aws_client("application-autoscaling"), aws_client("cloudwatch"), None)  # type: ignore[arg-type]
-    with stub:
-        yield stub, clients, HoldStore(aws_client("dynamodb"), store_name)
-    stub.assert_no_pending_responses()
-
-
-def _described(stub: Any, table: dict[str, Any] | None = None) -> None:
-    """What reading the table costs: DescribeTable, then its tags."""
-    stub.add_response("describe_table", table or _table())
-    stub.add_response("list_tags_of_resource", _tags())
 
 
 def _raise_sent(stub: Any) -> None:

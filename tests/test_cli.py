@@ -18,13 +18,15 @@ import pytest
 
 from ddb_capacity_tools.cli import main
 from ddb_capacity_tools.cli_options import build_parser, model_meanings
-from ddb_capacity_tools.local_aws import create_store_table, put_traffic
+from ddb_capacity_tools.local_aws import create_store_table
 from ddb_capacity_tools.simulator.backtest import history
 from ddb_capacity_tools.simulator.candidates import STOCK
 from ddb_capacity_tools.simulator.params import HUNDREDS, ModelParams
 from ddb_capacity_tools.simulator.prices import Prices
 from ddb_capacity_tools.simulator.scenarios import SCENARIOS
 from ddb_capacity_tools.simulator.trace import TraceError, read_csv
+from tests.support.cli import HistoryTable, Terminal, a_day_of, run
+from tests.support.cli import history_table as history_table  # noqa: F401 (fixture)
 
 CONTRACT = {
     "policy",
@@ -37,13 +39,6 @@ CONTRACT = {
     "decreases",
     "peak_provisioned",
 }
-
-
-def run(*argv: str, terminal: bool = False) -> tuple[int, str, str]:
-    """``main(argv)``: its exit status, stdout and stderr (a terminal's with ``terminal``)."""
-    out, err = io.StringIO(), Terminal() if terminal else io.StringIO()
-    code = main(list(argv), out, err)
-    return code, out.getvalue(), err.getvalue()
 
 
 def csv_file(tmp_path: Path, rows: list[str], header: str = "timestamp,read,write") -> Path:
@@ -153,13 +148,6 @@ def test_chart_is_a_png(tmp_path: Path) -> None:
     assert f"chart written to {target}" in err
     data = target.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
-
-
-class Terminal(io.StringIO):
-    """A stderr that is a terminal."""
-
-    def isatty(self) -> bool:
-        return True
 
 
 def test_progress_bar_on_traces_longer_than_a_day(tmp_path: Path) -> None:
@@ -538,45 +526,6 @@ def test_an_unknown_argument_shows_its_commands_usage(
 # ---------------------------------------------------------------- backtest on moto
 
 
-#: The table's name, the end of its history, and the DynamoDB and CloudWatch clients.
-HistoryTable = tuple[str, datetime, Any, Any]
-
-
-@pytest.fixture
-def history_table(
-    aws_client: Any, aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
-) -> HistoryTable:
-    for name, value in aws_env.items():
-        monkeypatch.setenv(name, value)
-    ddb, cloudwatch = aws_client("dynamodb"), aws_client("cloudwatch")
-    name = f"Backtest{datetime.now(UTC):%H%M%S%f}"
-    ddb.create_table(
-        TableName=name,
-        BillingMode="PROVISIONED",
-        AttributeDefinitions=[
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "gk", "AttributeType": "S"},
-        ],
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        ProvisionedThroughput={"ReadCapacityUnits": 10, "WriteCapacityUnits": 10},
-        GlobalSecondaryIndexes=[
-            {
-                "IndexName": "ByGroup",
-                "KeySchema": [{"AttributeName": "gk", "KeyType": "HASH"}],
-                "Projection": {"ProjectionType": "KEYS_ONLY"},
-                "ProvisionedThroughput": {"ReadCapacityUnits": 5, "WriteCapacityUnits": 5},
-            }
-        ],
-    )
-    end = datetime.now(UTC).replace(second=0, microsecond=0)
-    # Three hours: 100 WCU/s, with 60 minutes of 900 WCU/s of which 6,000 events a minute
-    # were throttled; the GSI reads 40/s.
-    put_traffic(cloudwatch, name, "write", 100, end=end, minutes=range(1, 121))
-    put_traffic(cloudwatch, name, "write", 900, end=end, minutes=range(121, 181), throttles=6_000)
-    put_traffic(cloudwatch, name, "read", 40, end=end, minutes=range(1, 181), index="ByGroup")
-    return name, end, ddb, cloudwatch
-
-
 def test_backtest_history_rebuilds_demand_from_consumed_and_throttles(
     history_table: HistoryTable,
 ) -> None:
@@ -602,11 +551,6 @@ def test_backtest_history_rebuilds_demand_from_consumed_and_throttles(
     assert both.demand[("ByGroup", "read")] == gsi.demand[("ByGroup", "read")]
     assert both.demand[(None, "read")] == trace.demand[(None, "read")]
     assert both.name == f"{name} (+1 GSI)"
-
-
-def a_day_of(name: str, end: datetime) -> list[str]:
-    """The options that read the day of ``name``'s history before ``end``."""
-    return ["--table", name, "--days", "1", "--end", end.isoformat()]
 
 
 def test_backtest_subcommand_replays_the_history(history_table: HistoryTable) -> None:

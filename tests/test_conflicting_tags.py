@@ -22,9 +22,9 @@ from ddb_capacity_runtime.core.table_limits import Limits, RefusedTag
 from ddb_capacity_runtime.core.tags import parse_tags
 from ddb_capacity_runtime.requests import request_capacity, restore_expired
 from ddb_capacity_runtime.requests.broker import BrokerConfig, serve
-from tests.moto_world import World
-from tests.test_capacity_requests import later
-from tests.test_capacity_requests import world as world  # noqa: F401 (fixture)
+from tests.support.capacity_requests import later
+from tests.support.capacity_requests import world as world  # noqa: F401 (fixture)
+from tests.support.moto_world import World
 
 ONE_TABLE = {"SCALER_TABLES": "t"}
 

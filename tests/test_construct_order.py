@@ -17,8 +17,8 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk.assertions import Template
 
 from constructs_pkg import GlobalTableCapacity
-from tests.test_construct_surface import settled
-from tests.test_many_accounts import cfn_lint
+from tests.support.construct_surface import settled
+from tests.support.many_accounts import cfn_lint
 
 
 def test_settled_tables_made_to_depend_on_one_another_wait_for_their_own_grants(

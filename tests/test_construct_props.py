@@ -32,7 +32,7 @@ from constructs_pkg import (
     TableCapacity,
     ThrottleAwareScaler,
 )
-from tests.test_global_table_construct import make
+from tests.support.global_table_construct import make
 
 PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
 SMALL = Capacity(min_capacity=1, max_capacity=10)

@@ -33,13 +33,11 @@ from constructs import IConstruct
 import ddb_capacity_runtime
 from constructs_pkg import (
     AlarmOptions,
-    Capacity,
     CapacityConfigError,
     CapacityRequests,
     FastPath,
     FleetAdvisor,
     FunctionOptions,
-    PrewarmMethod,
     ProvisionedTable,
     ThrottleAwareScaler,
     acknowledge,
@@ -60,11 +58,8 @@ from ddb_capacity_runtime.requests.broker import NAMESPACE as BROKER_NAMESPACE
 from ddb_capacity_runtime.requests.client import BROKER_MAX_WAIT
 from ddb_capacity_runtime.scaler.handler import tick_deadline
 from ddb_capacity_runtime.scaler.shard import MARGIN
-from tests.test_docs import run_block
-
-PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
-SMALL = Capacity(min_capacity=1, max_capacity=10)
-
+from tests.support.construct_surface import PK, SMALL, settled
+from tests.support.docs import run_block
 
 T = TypeVar("T")
 
@@ -736,20 +731,6 @@ def test_the_guides_app_synthesizes_as_it_says(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------------- the settle functions
-
-HIGH = Capacity(min_capacity=5, max_capacity=100, high_water_mark=1_000)
-
-
-def settled(stack: cdk.Stack, id: str, options: Any) -> ProvisionedTable:
-    return ProvisionedTable(
-        stack,
-        id,
-        partition_key=PK,
-        read=HIGH,
-        write=SMALL,
-        prewarm=PrewarmMethod.PROVISION_THEN_SETTLE,
-        function_options=options,
-    )
 
 
 def test_the_settle_functions_take_their_options_and_the_wait_is_the_providers(

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import math
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -31,44 +30,12 @@ from ddb_capacity_tools.simulator import ModelParams, policies
 from ddb_capacity_tools.simulator.model import SimulatedTable
 from ddb_capacity_tools.simulator.scenarios import START
 from ddb_capacity_tools.simulator.trace import Trace
-from tests.moto_world import LAG, World
-from tests.test_faults import client_error, emf, fail_before
-from tests.test_replica_scaler import EU, US
-from tests.test_replica_scaler import worlds as worlds  # noqa: F401 (fixture)
-
-
-@pytest.fixture
-def world(aws_client: Any) -> Iterator[World]:
-    made = World(aws_client)
-    yield made
-    made.close()
-
-
-def on_time(world: World) -> str:
-    """A table busy at 30 of 200 reads, delivered up to 3 minutes ago, and the state
-    store's reads: the batch shows its minutes delivered, and this table's decrease rests
-    on none without a datapoint."""
-    table = world.table("on-time", 200, 200)
-    put_traffic(world.cw, table, "read", 30, end=world.now, minutes=range(3, 40))
-    put_traffic(world.cw, table, "write", 30, end=world.now, minutes=range(3, 40))
-    put_traffic(world.cw, world.store.name, "read", 0.5, end=world.now, minutes=range(3, 40))
-    return table
-
-
-def stalled(world: World, base: str = "stalled") -> str:
-    """A table busy (120 of 200 reads and writes) until 25 minutes ago, of which CloudWatch
-    has delivered nothing since: no consumption, and no provisioned capacity for the last
-    30 minutes (its metric stream stopped). Every minute of the tick's window reads as
-    idle."""
-    table = world.table(base, 200, 200, witness=False)
-    for dimension in ("read", "write"):
-        put_traffic(world.cw, table, dimension, 120, end=world.now, minutes=range(25, 60))
-    put_witness(world.cw, table, end=world.now - timedelta(minutes=30), units=(200, 200))
-    return table
-
-
-def decisions(lines: list[dict[str, Any]], event: str, table: str) -> list[dict[str, Any]]:
-    return [e for e in lines if e.get("event") == event and e.get("table") == table]
+from tests.support.delivery_witness import decisions, on_time, stalled
+from tests.support.delivery_witness import world as world  # noqa: F401 (fixture)
+from tests.support.faults import client_error, emf, fail_before
+from tests.support.moto_world import LAG, World
+from tests.support.replica_scaler import EU, US
+from tests.support.replica_scaler import worlds as worlds  # noqa: F401 (fixture)
 
 
 def test_a_stalled_table_is_not_lowered_and_a_witnessed_idle_one_beside_it_is(
@@ -358,9 +325,9 @@ def replica_idle_here(worlds: dict[str, World], eu_witness: bool) -> tuple[str, 
     put_traffic(eu.cw, name, "write", 120, end=eu.now, minutes=range(25, 60))
     if not eu_witness:
         put_witness(eu.cw, name, end=eu.now - timedelta(minutes=30), units=(200, 200))
-    for world in (us, eu):
+    for region in (us, eu):
         for dimension in ("read", "write"):
-            put_traffic(world.cw, busy, dimension, 120, end=world.now, minutes=range(LAG, 60))
+            put_traffic(region.cw, busy, dimension, 120, end=region.now, minutes=range(LAG, 60))
     return name, busy
 
 

@@ -39,8 +39,8 @@ from constructs_pkg.common._deploy_limits import (
     escaped,
     json_length,
 )
-from tests.test_capacity_requests_construct import synth_errors, tables
-from tests.test_instrument_construct import _app_function
+from tests.support.capacity_requests_construct import synth_errors, tables
+from tests.support.instrument_construct import _app_function
 
 KEY = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
 PSEUDO = {  # each pseudo parameter's value at its shortest and at its longest

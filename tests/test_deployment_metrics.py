@@ -18,7 +18,7 @@ import ddb_capacity_runtime
 from constructs_pkg import CapacityRequests, FastPath, ProvisionedTable, ThrottleAwareScaler
 from constructs_pkg.requests._capacity_requests import REQUEST_METRICS
 from constructs_pkg.scaler._scaler import SCALER_METRICS
-from tests.test_stream_signal_construct import provisioned
+from tests.support.stream_signal_construct import provisioned
 
 NAMESPACE = "DynamoDBCapacity"
 RUNTIME = Path(ddb_capacity_runtime.__file__).parent

@@ -3,13 +3,10 @@ written, and its reference pages (permissions, alarms) name everything the const
 
 from __future__ import annotations
 
-import contextlib
 import html
-import io
 import json
 import os
 import re
-import runpy
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -19,6 +16,7 @@ from typing import Any
 import pytest
 
 from ddb_capacity_tools.local_aws import create_store_table
+from tests.support.docs import run_block
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -35,20 +33,6 @@ def python_block(name: str, marker: str) -> str:
     blocks: list[str] = [b for example, b in found if not example and marker in b]
     assert len(blocks) == 1, f"{name}: {len(blocks)} python blocks contain {marker!r}"
     return blocks[0]
-
-
-def run_block(code: str, tmp_path: Path) -> str:
-    """Run ``code``, a page's python block saved as ``tmp_path / "app.py"``, as a script in
-    this process (one CDK toolkit for every block, none started for each); returns what it
-    printed. The cloud assembly of the app it makes is ``tmp_path / "cdk.out"``."""
-    script = tmp_path / "app.py"
-    script.write_text(code)
-    printed = io.StringIO()
-    with contextlib.chdir(tmp_path), contextlib.redirect_stdout(printed):
-        names = runpy.run_path(str(script), run_name="__main__")
-    if "app" in names:
-        (tmp_path / "cdk.out").symlink_to(names["app"].outdir)
-    return printed.getvalue()
 
 
 def template(tmp_path: Path, stack: str) -> dict[str, Any]:
@@ -420,7 +404,7 @@ def test_every_section_the_tools_point_to_exists(site: Path) -> None:
 def test_the_home_page_install_block_fits_at_1280_px(site: Path, tmp_path: Path) -> None:
     """In a 1280 px wide browser, the Home page's install block shows whole, without
     scrolling sideways (the architecture sketches below it may scroll)."""
-    from tests import browser
+    from tests.support import browser
 
     probe = site / "probe-overflow.html"
     script = (
@@ -694,7 +678,7 @@ def test_the_permissions_page_lists_every_statement() -> None:
     app, is in the Permissions page; a numbered or per-table Sid as its pattern."""
     import aws_cdk as cdk
 
-    from tests.test_least_privilege import synthesize
+    from tests.support.least_privilege import synthesize
 
     text = page("operations/permissions.md")
     listed = set(re.findall(r"^\| ([A-Za-z*]+) \|", text, re.M))
@@ -723,7 +707,7 @@ def test_the_permissions_summary_lists_every_wildcard_resource() -> None:
     Permissions page's summary of wildcards, with its actions."""
     import aws_cdk as cdk
 
-    from tests.test_least_privilege import global_template, synthesize
+    from tests.support.least_privilege import global_template, synthesize
 
     text = page("operations/permissions.md")
     summary = text.split("## Every wildcard resource", 1)[1].split("\n## ", 1)[0]

@@ -14,7 +14,7 @@ from ddb_capacity_tools.simulator.ensemble import (
     run_ensemble,
     settings_of,
 )
-from tests.test_cli import run
+from tests.support.cli import run
 
 
 def test_plausible_spans_the_documented_ranges() -> None:

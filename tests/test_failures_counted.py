@@ -8,7 +8,7 @@ of the faulty one was lowered, and that the failure is in the tick's summary and
 metrics (``Failures``, ``DeadlinePassed``), which alarm.
 
 Faults are injected into the real calls against the moto server with botocore's event
-hooks (`tests.test_faults.fail_before`); moto never refuses an UpdateTable with
+hooks (`tests.support.faults.fail_before`); moto never refuses an UpdateTable with
 LimitExceededException, so that error is injected the same way."""
 
 from __future__ import annotations
@@ -30,8 +30,7 @@ from ddb_capacity_runtime.scaler.handler import complete
 from ddb_capacity_runtime.scaler.refusals import refuse_tags
 from ddb_capacity_runtime.scaler.shard import Batch
 from ddb_capacity_runtime.scaler.tick import TickFailed, TickSummary
-from tests.moto_world import World
-from tests.test_faults import (
+from tests.support.faults import (
     assert_handled,
     busy_and_idle,
     client_error,
@@ -39,10 +38,11 @@ from tests.test_faults import (
     fail_before,
     minute_queries,
 )
-from tests.test_faults import world as world  # noqa: F401 (fixture)
-from tests.test_replica_scaler import EU, US, WRITE_MIN, writes_throttled_in_us
-from tests.test_replica_scaler import worlds as worlds  # noqa: F401 (fixture)
-from tests.test_sharded_tick import emf_records, own_clients, throttled, ticked
+from tests.support.faults import world as world  # noqa: F401 (fixture)
+from tests.support.moto_world import World
+from tests.support.replica_scaler import EU, US, WRITE_MIN, writes_throttled_in_us
+from tests.support.replica_scaler import worlds as worlds  # noqa: F401 (fixture)
+from tests.support.sharded_tick import emf_records, own_clients, throttled, ticked
 
 
 def tick_record(records: list[dict[str, Any]]) -> dict[str, Any]:

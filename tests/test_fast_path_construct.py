@@ -27,7 +27,7 @@ from constructs_pkg import (
     acknowledge,
     apply_nag_packs,
 )
-from tests.test_capacity_requests_construct import (
+from tests.support.capacity_requests_construct import (
     CHECKS_ALARMS,
     PK,
     by_sid,

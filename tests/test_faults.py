@@ -13,13 +13,13 @@ import io
 import json
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from botocore.compat import HTTPHeaders
-from botocore.exceptions import ClientError, EndpointConnectionError
+from botocore.exceptions import EndpointConnectionError
 
 from ddb_capacity_runtime.aws.discovery import current_minimum
 from ddb_capacity_runtime.core.decreases import DecreaseLedger
@@ -32,81 +32,25 @@ from ddb_capacity_runtime.scaler import tick_report
 from ddb_capacity_runtime.scaler.handler import complete
 from ddb_capacity_runtime.scaler.shard import Batch
 from ddb_capacity_runtime.scaler.tick import TickFailed, TickSummary, run_tick
-from tests.moto_world import TAG_KEY, World, base_min_tag, configured_min, upgrade_window
-from tests.test_surge_server import counted
+from tests.support.faults import (
+    NO_TABLES,
+    SHARED_CALLS,
+    assert_handled,
+    busy_and_idle,
+    client_error,
+    emf,
+    fail_before,
+    fail_shared_call,
+    raised_minimum,
+    throttle_first,
+    unsound_tagging,
+)
+from tests.support.faults import world as world  # noqa: F401 (fixture)
+from tests.support.moto_world import TAG_KEY, World, base_min_tag, configured_min, upgrade_window
+from tests.support.retry_policy import _Raw
+from tests.support.surge_server import counted
 
 WRITES = "dynamodb:table:WriteCapacityUnits"
-
-
-@pytest.fixture
-def world(aws_client: Any) -> Iterator[World]:
-    made = World(aws_client)
-    yield made
-    made.close()
-
-
-def busy_and_idle(world: World) -> tuple[str, str]:
-    """Two healthy tables: writes throttled at 100 (raised to 215), and an idle one."""
-    busy = world.table("busy", 100, 100)
-    world.traffic(busy, "read", 60)
-    world.traffic(busy, "write", 100)
-    world.traffic(busy, "write", 0, throttles=3000, minutes=range(1, 3))
-    idle = world.table("idle", 200, 200)
-    return busy, idle
-
-
-def raised_minimum(world: World, name: str) -> str:
-    """A calm table (5 writes a second) whose write minimum the library holds at 500 over a
-    configured 100: a tick with every call answered restores the 100."""
-    table = world.table(name, 300, 500)
-    world.target(table, "write", 500, 1000)
-    world.traffic(table, "write", 5)
-    with world.store.lease(table, None, "write", deadline=time.time() + 5) as lease:
-        lease.write(100, set_to=500)
-    return table
-
-
-def assert_handled(world: World, busy: str, idle: str, *, lowered: bool = True) -> None:
-    assert world.throughput(busy) == (100, 215)
-    assert world.throughput(idle) == ((5, 5) if lowered else (200, 200))
-
-
-def emf(events: list[dict[str, Any]], table: str | None) -> dict[str, Any]:
-    (record,) = [e for e in events if "_aws" in e and e.get("TableName") == table]
-    return record
-
-
-def fail_before(
-    client: Any, operation: str, when: Callable[[dict[str, Any]], bool], error: Exception
-) -> Callable[[], None]:
-    """Raise ``error`` instead of calling ``operation`` when ``when(params)``, until the
-    returned function is called."""
-    service = client.meta.service_model.service_name
-    armed = [True]
-
-    def hook(params: dict[str, Any], **_: Any) -> None:
-        if armed[0] and when(params):
-            raise error
-
-    client.meta.events.register(f"before-parameter-build.{service}.{operation}", hook)
-
-    def disarm() -> None:
-        armed[0] = False
-
-    return disarm
-
-
-def minute_queries(params: dict[str, Any]) -> bool:
-    """GetMetricData calls that read the tick's per-minute metrics (consumed capacity and
-    throttles, and the state store's consumed reads that witness the minutes delivered; not
-    their causes, read after them for throttled dimensions only)."""
-    return all(
-        q["MetricStat"]["Period"] == 60 and q["Id"][0] in "ctw" for q in params["MetricDataQueries"]
-    )
-
-
-def client_error(code: str, operation: str) -> ClientError:
-    return ClientError({"Error": {"Code": code, "Message": "injected"}}, operation)
 
 
 def change_metric_results(
@@ -693,37 +637,6 @@ def test_minutes_not_yet_delivered_are_not_idle(world: World) -> None:
 # ------------------------------------------------------------------ shared calls
 
 
-SHARED_CALLS = [
-    ("cloudwatch", "GetMetricData"),
-    ("application-autoscaling", "DescribeScalableTargets"),
-    ("application-autoscaling", "DescribeScalingPolicies"),
-    ("resourcegroupstaggingapi", "GetResources"),
-]
-
-
-def fail_shared_call(world: World, service: str, operation: str, error: Exception) -> list[int]:
-    """Make the tick's own ``operation`` fail with ``error`` every time; returns its calls."""
-    clients = {
-        "cloudwatch": world.cw,
-        "application-autoscaling": world.aas,
-        "resourcegroupstaggingapi": world.clients.tagging,
-    }
-    calls: list[int] = []
-
-    def count(params: dict[str, Any]) -> bool:
-        # the tick's own minutes; the forecast's history, read at the hour's first tick in
-        # autopilot mode, is another shared call with tests of its own
-        if operation == "GetMetricData" and not minute_queries(params):
-            return False
-        if "ResourceIds" in params:
-            return False  # a table's own targets, read when the account's listing failed
-        calls.append(1)
-        return True
-
-    fail_before(clients[service], operation, count, error)
-    return calls
-
-
 @pytest.mark.parametrize(("service", "operation"), SHARED_CALLS)
 def test_a_shared_call_that_keeps_failing_stops_every_decrease(
     world: World, service: str, operation: str
@@ -960,34 +873,6 @@ def test_a_null_target_in_a_re_read_under_the_lease_leaves_the_tables_other_chan
     assert world.throughput(name)[0] == 215
     assert [f["table"] for f in summary["failures"]] == [name]
     assert "an entry of ScalableTargets is None" in summary["failures"][0]["reason"]
-
-
-def unsound_tagging(
-    world: World, odd: str, extra: list[Any], tagging: Any = None
-) -> Callable[[], None]:
-    """Every GetResources answer (of ``tagging``; default: the world's client) gives
-    ``odd``'s tags unsound (a tag without its value) and carries the entries ``extra`` too,
-    until the returned function is called."""
-
-    def unsound(parsed: dict[str, Any], **_: Any) -> None:
-        entries = parsed.get("ResourceTagMappingList", [])
-        for entry in entries:
-            if entry["ResourceARN"].endswith(f":table/{odd}"):
-                entry["Tags"] = [{"Key": "team"}, *entry.get("Tags", [])]
-        entries += extra
-
-    tagging = tagging or world.clients.tagging
-    event = "after-call.resource-groups-tagging-api.GetResources"
-    tagging.meta.events.register(event, unsound)
-    return lambda: tagging.meta.events.unregister(event, unsound)
-
-
-NO_TABLES = [
-    {"ResourceARN": "arn:aws:dynamodb::123456789012:global-table/orders", "Tags": []},
-    {"Tags": [{"Key": "team", "Value": "shop"}]},
-    "not an entry",
-]
-"""Entries of a GetResources answer that name no table."""
 
 
 def test_unsound_entries_of_tag_discovery_are_counted_and_hide_no_table(world: World) -> None:
@@ -1418,36 +1303,6 @@ def test_state_tags_on_a_table_that_never_had_state_are_not_state(world: World) 
     # and logged one event a tag, with its key, as discovery logs other ignored tags
     (ignored,) = [e for e in events if e.get("event") == "tag-ignored" and e["table"] == faulty]
     assert ignored["key"] == base_min_tag(None, "write")
-
-
-class _Raw:
-    """The body of a response botocore did not fetch (``before-send`` answered it)."""
-
-    def __init__(self, body: bytes) -> None:
-        self.body = body
-
-    def stream(self, **_: Any) -> Any:
-        yield self.body
-
-
-def throttle_first(client: Any, operation: str, attempts: int) -> list[int]:
-    """Answer ``client``'s (DynamoDB's) first ``attempts`` attempts of ``operation`` with
-    ThrottlingException, as AWS does over its rate (botocore retries it); the returned
-    list holds the attempts left to throttle."""
-    from botocore.awsrequest import AWSResponse
-
-    throttled = [attempts]
-
-    def answer(request: Any, **_: Any) -> AWSResponse | None:
-        if not throttled[0]:
-            return None
-        throttled[0] -= 1
-        body = b'{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","message":"Rate exceeded"}'
-        headers = HTTPHeaders.from_dict({"Content-Type": "application/x-amz-json-1.0"})
-        return AWSResponse(request.url, 400, headers, _Raw(body))
-
-    client.meta.events.register(f"before-send.dynamodb.{operation}", answer)
-    return throttled
 
 
 def test_throttled_attempts_are_counted_and_retried_by_botocore(world: World) -> None:

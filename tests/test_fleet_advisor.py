@@ -23,6 +23,7 @@ from constructs_pkg.common._runtime import staged_advisor
 from constructs_pkg.fleet._advisor import FleetAdvisor
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_tools.fleet_settings import AdvisorSettings
+from tests.support.fleet_advisor import statements_of
 
 HANDLERS = {
     f"ddb_capacity_tools.fleet_lambda.{h}_handler": h for h in ("lister", "worker", "report")
@@ -52,16 +53,6 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> tuple[Template, Pat
 def functions(template: Template) -> dict[str, Mapping[str, Any]]:
     found = template.find_resources("AWS::Lambda::Function")
     return {HANDLERS[f["Properties"]["Handler"]]: f for f in found.values()}
-
-
-def statements_of(template: Template, role: str) -> dict[str, dict[str, Any]]:
-    """The statements (by Sid) of the managed policies attached to ``role`` (a logical id)."""
-    out = {}
-    for policy in template.find_resources("AWS::IAM::ManagedPolicy").values():
-        if {"Ref": role} in policy["Properties"].get("Roles", []):
-            for s in policy["Properties"]["PolicyDocument"]["Statement"]:
-                out[s["Sid"]] = s
-    return out
 
 
 def test_three_functions_on_the_advisor_asset_with_one_settings_contract(

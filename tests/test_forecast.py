@@ -42,7 +42,7 @@ from ddb_capacity_runtime.core.periods import find_period
 from ddb_capacity_runtime.core.policy import MAX_AIM, aim_for, capacity_units, units_within
 from ddb_capacity_runtime.core.table_limits import Limits
 from ddb_capacity_runtime.core.tables import Dimension, ManagedTable
-from tests.hypothesis_profiles import examples
+from tests.support.hypothesis_profiles import examples
 
 STEP = 5
 DAY = 1440 // STEP

@@ -38,50 +38,10 @@ from ddb_capacity_runtime.core.names import OWNER_TAG, TARGET_TAG
 from ddb_capacity_runtime.core.settings import ScalerConfig
 from ddb_capacity_runtime.global_tables.replica_actions import ACTION_PREFIX, parse_schedule
 from examples.global_orders import GlobalOrdersReplicaStack, GlobalOrdersStack
-from tests.test_capacity_requests_construct import CHECKS_ALARMS
-from tests.test_checkov import checkov_reports, start_checkov, templates
-from tests.test_many_accounts import cfn_lint
-
-KEY = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
-
-
-def global_table(
-    stack: Construct,
-    *,
-    read: dynamodb.Capacity | None = None,
-    billing: dynamodb.Billing | None = None,
-    **extra: Any,
-) -> dynamodb.TableV2:
-    return dynamodb.TableV2(
-        stack,
-        "Orders",
-        partition_key=KEY,
-        billing=billing
-        or dynamodb.Billing.provisioned(
-            read_capacity=read or dynamodb.Capacity.autoscaled(min_capacity=5, max_capacity=100),
-            write_capacity=dynamodb.Capacity.autoscaled(min_capacity=5, max_capacity=50),
-        ),
-        global_secondary_indexes=[
-            dynamodb.GlobalSecondaryIndexPropsV2(
-                index_name="byCustomer",
-                partition_key=dynamodb.Attribute(name="c", type=dynamodb.AttributeType.STRING),
-            )
-        ],
-        replicas=[
-            dynamodb.ReplicaTableProps(
-                region="eu-west-1",
-                read_capacity=dynamodb.Capacity.autoscaled(min_capacity=10, max_capacity=200),
-            )
-        ],
-        point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-            point_in_time_recovery_enabled=True
-        ),
-        **extra,
-    )
-
-
-def new_stack(app: cdk.App | None = None) -> cdk.Stack:
-    return cdk.Stack(app or cdk.App(), "Global", env=cdk.Environment(region="us-east-1"))
+from tests.support.capacity_requests_construct import CHECKS_ALARMS
+from tests.support.checkov import checkov_reports, start_checkov, templates
+from tests.support.global_table_construct import KEY, global_table, make, new_stack
+from tests.support.many_accounts import cfn_lint
 
 
 @pytest.fixture(scope="module")
@@ -300,12 +260,6 @@ def test_cfn_lint_and_checkov_find_nothing(
     ]
     assert failed == []
     assert sum(r["summary"]["passed"] for r in reports) > 20
-
-
-def make(**kwargs: Any) -> tuple[cdk.Stack, GlobalTableCapacity]:
-    stack = new_stack()
-    table = global_table(stack, **kwargs.pop("table", {}))
-    return stack, GlobalTableCapacity(stack, "Capacity", table=table, **kwargs)
 
 
 def entry(minimum: int | None = 20, maximum: int | None = None, name: str = "e") -> ScheduleEntry:

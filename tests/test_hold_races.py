@@ -23,7 +23,7 @@ from ddb_capacity_runtime.requests import (
     restore_expired,
 )
 from ddb_capacity_tools.local_aws import recorded_events
-from tests.moto_world import World
+from tests.support.moto_world import World
 
 #: Trials in the gate: the same 12 seeds every time, so the gate never flips.
 #: ``HOLD_RACE_TRIALS=N`` runs N trials instead, their seeds drawn from ``HOLD_RACE_SEED``

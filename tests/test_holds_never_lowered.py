@@ -12,10 +12,10 @@ import pytest
 
 from ddb_capacity_runtime.aws.store import HoldStore
 from ddb_capacity_runtime.requests import request_capacity
-from tests.moto_world import World
-from tests.test_faults import assert_handled, busy_and_idle, emf
-from tests.test_faults import world as world  # noqa: F401 (a fixture)
-from tests.test_scaler_errors import UNITS_REASON
+from tests.support.faults import assert_handled, busy_and_idle, emf
+from tests.support.faults import world as world  # noqa: F401 (a fixture)
+from tests.support.moto_world import World
+from tests.support.scaler_errors import UNITS_REASON
 
 
 def write_changes(summary: dict[str, Any], name: str) -> list[dict[str, Any]]:

@@ -21,8 +21,8 @@ from ddb_capacity_runtime.fast_path.failures import function_name
 from ddb_capacity_runtime.fast_path.hook import watch
 from ddb_capacity_runtime.instrument import BOOTSTRAP
 from ddb_capacity_tools.local_aws import REGION
-from tests.test_signals_hook import FakeLambda, item
-from tests.test_signals_hook import table as table  # noqa: F401 (fixture)
+from tests.support.signals_hook import FakeLambda, item
+from tests.support.signals_hook import table as table  # noqa: F401 (fixture)
 
 ARN = f"arn:aws:lambda:{REGION}:123456789012:function:orders-signals:live"
 """The signals function, as a user's own code names it: its ARN, with an alias."""

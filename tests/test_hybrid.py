@@ -22,7 +22,7 @@ from ddb_capacity_tools.simulator.hybrid import (
 from ddb_capacity_tools.simulator.model import Recorded
 from ddb_capacity_tools.simulator.prices import Prices
 from ddb_capacity_tools.simulator.scenarios import scenario
-from tests.hypothesis_profiles import examples
+from tests.support.hypothesis_profiles import examples
 
 
 def _runs(chosen: list[bool]) -> int:

@@ -1,4 +1,4 @@
-"""The property tests' profiles (tests/hypothesis_profiles.py): the gate runs the same
+"""The property tests' profiles (tests/support/hypothesis_profiles.py): the gate runs the same
 examples on every run, ``make explore`` random ones at scale, and no test opts out."""
 
 from __future__ import annotations
@@ -10,8 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests import hypothesis_profiles
-from tests.hypothesis_profiles import EXPLORE, EXPLORE_SCALE, GATE, PROFILE_VARIABLE, examples
+from tests.support import hypothesis_profiles
+from tests.support.hypothesis_profiles import (
+    EXPLORE,
+    EXPLORE_SCALE,
+    GATE,
+    PROFILE_VARIABLE,
+    examples,
+)
 
 TESTS = Path(__file__).resolve().parent
 

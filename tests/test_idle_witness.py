@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from ddb_capacity_tools.simulator.scaler_cost import QUERIES_PER_DIMENSION, WITNESS_QUERIES
-from tests.moto_world import World
-from tests.test_faults import world  # noqa: F401
+from tests.support.faults import world  # noqa: F401
+from tests.support.moto_world import World
 
 
 def _raised_and_idle(world: World) -> str:  # noqa: F811

@@ -21,7 +21,7 @@ from ddb_capacity_runtime.core.surge_report import SIGNALS_ENV, parse_report
 from ddb_capacity_runtime.fast_path.hook import HOOK_FAILURES
 from ddb_capacity_runtime.instrument import BOOTSTRAP, InstrumentError, environment, main
 from ddb_capacity_tools.local_aws import REGION
-from tests.test_signals_hook import FakeLambda, ddb, make_table
+from tests.support.signals_hook import FakeLambda, ddb, make_table
 
 LAUNCHER = Path(sys.executable).with_name("ddb-capacity-instrument")
 

@@ -20,22 +20,8 @@ from aws_cdk.assertions import Template
 
 from constructs_pkg import CapacityConfigError, CapacityRequests, FastPath, apply_nag_packs
 from constructs_pkg.common._runtime import HOOK_WRAPPER, staged_hook_layer
-from tests.test_capacity_requests_construct import tables
-
-
-def _app_function(
-    stack: cdk.Stack,
-    runtime: lambda_.Runtime = lambda_.Runtime.PYTHON_3_12,
-    name: str = "App",
-    module: str = "index",
-) -> lambda_.Function:
-    return lambda_.Function(
-        stack,
-        name,
-        runtime=runtime,
-        handler=f"{module}.handler",
-        code=lambda_.Code.from_inline("def handler(e, c): pass"),
-    )
+from tests.support.capacity_requests_construct import tables
+from tests.support.instrument_construct import _app_function
 
 
 def test_a_function_is_instrumented_without_a_change_to_its_code(stack: cdk.Stack) -> None:

@@ -15,9 +15,9 @@ from botocore.config import Config
 from ddb_capacity_runtime.aws.clients import OWN_CALL_SECONDS, Clients, call_bound
 from ddb_capacity_runtime.aws.store import LEASE, RENEW_MARGIN
 from ddb_capacity_runtime.requests import request_capacity
-from tests.moto_world import World
-from tests.test_surge_server import prompt_store as prompt_store  # noqa: F401 (fixture)
-from tests.test_surge_server import world as world  # noqa: F401 (fixture)
+from tests.support.moto_world import World
+from tests.support.surge_server import prompt_store as prompt_store  # noqa: F401 (fixture)
+from tests.support.surge_server import world as world  # noqa: F401 (fixture)
 
 
 def test_a_callers_slow_client_gets_the_librarys_lease(

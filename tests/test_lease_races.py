@@ -37,7 +37,7 @@ from ddb_capacity_runtime.events import event_fields
 from ddb_capacity_runtime.scaler.shard import Batch
 from ddb_capacity_runtime.scaler.tick import run_tick
 from ddb_capacity_tools.local_aws import recorded_events
-from tests.moto_world import World
+from tests.support.moto_world import World
 
 BASE = 100
 LATE = 1_050

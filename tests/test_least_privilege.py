@@ -1,5 +1,5 @@
 """Who can change what, evaluated from the synthesized template with its real policies and
-conditions (``tests/iam_eval.py``, a small evaluator: no maintained library evaluates IAM
+conditions (``tests/support/iam_eval.py``, a small evaluator: no maintained library evaluates IAM
 policies offline).
 
 The app: a table managed by a scaler and by capacity requests (``Orders``), a table found
@@ -18,22 +18,11 @@ from typing import Any
 
 import aws_cdk as cdk
 import pytest
-from aws_cdk import aws_dynamodb as dynamodb
-from aws_cdk import aws_iam as iam
 
-from constructs_pkg import (
-    Capacity,
-    CapacityRequests,
-    GlobalTableCapacity,
-    PrewarmMethod,
-    ProvisionedTable,
-    ThrottleAwareScaler,
-)
 from examples.global_orders import GlobalOrdersReplicaStack, GlobalOrdersStack
-from tests.iam_eval import ACCOUNT, PARTITION, REGION, Request, Template, allowed
+from tests.support.iam_eval import ACCOUNT, PARTITION, REGION, Request, Template, allowed
+from tests.support.least_privilege import DISCOVERY, global_template, synthesize
 
-PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
-DISCOVERY = ("team-capacity", "managed")
 TABLES = ("Orders", "Tagged", "Catalog", "Unmanaged")
 PRINCIPALS = (
     "scaler",
@@ -47,55 +36,6 @@ PRINCIPALS = (
 )
 STATE_TAGS = ("ddb-capacity:base-min:table:write", "ddb-capacity:forecast:index/byDay:read")
 ITEM_WRITES = ("PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem")
-
-
-def synthesize(*, connected: bool = True) -> Template:
-    """The app above; ``connected=False`` leaves the scaler unconnected (its own store),
-    and then it manages no table the requests serve (synthesis refuses that unconnected):
-    it finds its tables by tag only."""
-    stack = cdk.Stack(cdk.App(), "Access")
-    orders = ProvisionedTable(
-        stack,
-        "Orders",
-        partition_key=PK,
-        read=Capacity(min_capacity=5, max_capacity=500),
-        write=Capacity(min_capacity=5, max_capacity=500),
-    )
-    tagged = dynamodb.Table(
-        stack, "Tagged", partition_key=PK, billing_mode=dynamodb.BillingMode.PROVISIONED
-    )
-    tagged.auto_scale_write_capacity(min_capacity=5, max_capacity=100).scale_on_utilization(
-        target_utilization_percent=70
-    )
-    cdk.Tags.of(tagged).add(*DISCOVERY)  # the table and its scalable target
-    ProvisionedTable(
-        stack,
-        "Catalog",
-        partition_key=PK,
-        read=Capacity(min_capacity=5, max_capacity=500, high_water_mark=400),
-        write=Capacity(min_capacity=5, max_capacity=500),
-        prewarm=PrewarmMethod.PROVISION_THEN_SETTLE,
-    )
-    unmanaged = dynamodb.Table(
-        stack, "Unmanaged", partition_key=PK, billing_mode=dynamodb.BillingMode.PROVISIONED
-    )
-    unmanaged.auto_scale_write_capacity(min_capacity=5, max_capacity=100).scale_on_utilization(
-        target_utilization_percent=70
-    )
-    scaler = ThrottleAwareScaler(
-        stack,
-        "Scaler",
-        tables=[orders] if connected else [],
-        tag_key=DISCOVERY[0],
-        tag_value=DISCOVERY[1],
-        own_target=True,
-    )
-    requests = CapacityRequests(stack, "Requests", tables=[orders])
-    if connected:
-        requests.connect(scaler)
-    worker = iam.Role(stack, "Worker", assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com"))
-    requests.grant_request(worker)
-    return Template(cdk.assertions.Template.from_stack(stack).to_json())
 
 
 @pytest.fixture(scope="module")
@@ -321,26 +261,6 @@ def test_the_scaler_writes_the_items_of_its_state_store_only(connected: bool) ->
     assert writes["broker"] == {hold_store}
     for principal in set(PRINCIPALS) - {"scaler", "broker"}:
         assert writes[principal] == set(), principal
-
-
-def global_template() -> Template:
-    """A stack with two global tables (``Orders`` in us-east-1 and eu-west-1, ``Audit`` in
-    us-east-1 and ap-south-1), each with a GlobalTableCapacity: one replica-schedule role
-    serves both."""
-    stack = cdk.Stack(cdk.App(), "Global", env=cdk.Environment(region="us-east-1"))
-    for name, region in (("Orders", "eu-west-1"), ("Audit", "ap-south-1")):
-        table = dynamodb.TableV2(
-            stack,
-            name,
-            partition_key=PK,
-            billing=dynamodb.Billing.provisioned(
-                read_capacity=dynamodb.Capacity.autoscaled(max_capacity=100),
-                write_capacity=dynamodb.Capacity.autoscaled(max_capacity=100),
-            ),
-            replicas=[dynamodb.ReplicaTableProps(region=region)],
-        )
-        GlobalTableCapacity(stack, f"{name}Capacity", table=table)
-    return Template(cdk.assertions.Template.from_stack(stack).to_json())
 
 
 def test_each_global_tables_role_touches_its_targets_in_its_regions_only() -> None:

@@ -18,8 +18,7 @@ import pytest
 
 from ddb_capacity_runtime.settle.handler import is_complete, on_event
 from ddb_capacity_tools.local_aws import drop_key_tags
-
-from .conftest import ACCOUNT, REGION, cfn_event, dated_decreases, run_cdk
+from tests.conftest import ACCOUNT, REGION, cfn_event, dated_decreases, run_cdk
 
 pytestmark = pytest.mark.deploy
 
@@ -266,8 +265,7 @@ def test_capacity_requests_deploy_a_broker_and_a_restorer(
     from ddb_capacity_runtime.requests.broker import broker_handler
     from ddb_capacity_runtime.requests.restorer import restorer_handler
     from ddb_capacity_tools.local_aws import function_environment, physical_ids
-
-    from .local_lambda import local_lambda
+    from tests.support.local_lambda import local_lambda
 
     table = physical_table(aws_client, "PartnerImport")
     store = physical_table(aws_client, "PartnerImport", "RequestsHoldStore")

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -32,6 +30,7 @@ from examples.many_accounts import (
     waves,
     wildcard_findings,
 )
+from tests.support.many_accounts import cfn_lint
 
 SETTINGS = Settings()
 PACKS = {"AwsSolutions", "Serverless", "HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321"}
@@ -338,17 +337,6 @@ def test_wildcard_findings_are_named_as_cdk_nag_names_them(tmp_path: Path) -> No
 def test_every_pipeline_role_has_its_reason() -> None:
     assert len(ROLE_REASONS) == 6
     assert all(len(reason) > 80 for reason in ROLE_REASONS.values())
-
-
-def cfn_lint(templates: list[Path]) -> list[dict[str, Any]]:
-    result = subprocess.run(
-        [str(Path(sys.executable).parent / "cfn-lint"), "--format", "json", "--", *templates],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode & 1 == 0, result.stderr  # 1: cfn-lint itself failed
-    return json.loads(result.stdout)  # type: ignore[no-any-return]
 
 
 def test_cfn_lint_finds_no_errors(assembly: Path) -> None:

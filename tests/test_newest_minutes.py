@@ -11,7 +11,7 @@ import pytest
 
 from ddb_capacity_runtime.core.settings import DEFAULT_TICK_MINUTES, scale_down_ticks
 from ddb_capacity_tools.local_aws import put_traffic
-from tests.moto_world import World
+from tests.support.moto_world import World
 
 
 @pytest.fixture

@@ -26,8 +26,8 @@ from constructs_pkg.scaler._scaler import ThrottleAwareScaler
 from constructs_pkg.table._capacity import Capacity
 from constructs_pkg.table._provisioned_table import ProvisionedTable
 from ddb_capacity_tools.tuning_rules import Bounds, TuningSettings
-from tests.test_fleet_advisor import statements_of
-from tests.test_many_accounts import cfn_lint
+from tests.support.fleet_advisor import statements_of
+from tests.support.many_accounts import cfn_lint
 
 HANDLER = "ddb_capacity_tools.tuning_lambda.tuning_handler"
 

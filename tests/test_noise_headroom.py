@@ -31,8 +31,8 @@ from ddb_capacity_runtime.core.settings import Mode, for_mode
 from ddb_capacity_tools.simulator import ModelParams, Prices, parse
 from ddb_capacity_tools.simulator.run import build, run_policy
 from ddb_capacity_tools.simulator.trace import Trace
-from tests.hypothesis_profiles import examples
-from tests.test_policy import NOON, state
+from tests.support.hypothesis_profiles import examples
+from tests.support.policy import NOON, state
 
 OFF = autopilot_config()
 ON = replace(OFF, noise_aim=True)

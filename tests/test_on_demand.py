@@ -16,7 +16,7 @@ from ddb_capacity_tools.simulator.on_demand import ON_DEMAND_WARM
 from ddb_capacity_tools.simulator.run import DimensionResult
 from ddb_capacity_tools.simulator.scenarios import START, scenario
 from ddb_capacity_tools.simulator.trace import Trace
-from tests.hypothesis_profiles import examples
+from tests.support.hypothesis_profiles import examples
 
 LAG = ModelParams().on_demand_peak_minutes
 WARM = ON_DEMAND_WARM["write"]

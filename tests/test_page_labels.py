@@ -24,8 +24,7 @@ from ddb_capacity_tools.simulator.candidates import Candidate, with_frontier
 from ddb_capacity_tools.simulator.ensemble import Spread
 from ddb_capacity_tools.simulator.trace import Trace
 from ddb_capacity_tools.simulator.tune import tune
-
-from . import browser
+from tests.support import browser
 
 #: Appended to a copy of the page: measures every frontier label's box as drawn, and
 #: records the pairs that overlap and every axis tick's text.

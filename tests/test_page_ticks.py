@@ -24,10 +24,9 @@ from ddb_capacity_tools import cli
 from ddb_capacity_tools.page.document import document
 from ddb_capacity_tools.page.timeline import SPLIT_AFTER, demand_section
 from ddb_capacity_tools.simulator.trace import Key, Trace
-from tests.hypothesis_profiles import examples
-
-from . import browser
-from .test_report_page import data_of
+from tests.support import browser
+from tests.support.hypothesis_profiles import examples
+from tests.support.report_page import data_of
 
 STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 180, 360, 720, 1440, 2880, 10080, 20160, 40320]
 """The round steps of the time axis, in minutes."""

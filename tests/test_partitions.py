@@ -46,7 +46,7 @@ from ddb_capacity_tools.simulator.report import table
 from ddb_capacity_tools.simulator.run import DimensionResult
 from ddb_capacity_tools.simulator.scenarios import START
 from ddb_capacity_tools.simulator.trace import Trace
-from tests.hypothesis_profiles import examples
+from tests.support.hypothesis_profiles import examples
 
 DIMS = st.sampled_from(["read", "write"])
 SHARES = st.floats(0.0, 1.0)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -22,33 +21,8 @@ from ddb_capacity_runtime.core.policy import (
     combine_counter,
     decide,
 )
-from tests.hypothesis_profiles import examples
-
-NOON = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
-CONFIG = PolicyConfig()
-
-
-def state(
-    provisioned: int,
-    consumed: list[float],
-    throttles: list[float] | None = None,
-    *,
-    now: datetime = NOON,
-    **kw: Any,
-) -> DimensionState:
-    n = len(consumed)
-    starts = [now - timedelta(minutes=n - i + 1) for i in range(n)]
-    return DimensionState(
-        provisioned=provisioned,
-        consumed=consumed,
-        throttles=throttles or [0.0] * n,
-        minute_starts=starts,
-        min_capacity=kw.pop("min_capacity", 5),
-        max_capacity=kw.pop("max_capacity", 10_000),
-        now=now,
-        **kw,
-    )
-
+from tests.support.hypothesis_profiles import examples
+from tests.support.policy import CONFIG, NOON, state
 
 # ------------------------------------------------------------------ ledger
 

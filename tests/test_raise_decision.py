@@ -17,7 +17,7 @@ from ddb_capacity_runtime.core.forecast import with_plans
 from ddb_capacity_runtime.core.holds import HeldDimension, HeldRaise, Hold, held_raise, lift
 from ddb_capacity_runtime.core.table_limits import Limits
 from ddb_capacity_runtime.core.tables import Dimension, ManagedTable
-from tests.hypothesis_profiles import examples
+from tests.support.hypothesis_profiles import examples
 
 units = st.integers(1, 40_000)
 

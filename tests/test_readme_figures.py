@@ -13,8 +13,8 @@ import pytest
 
 from constructs_pkg.common._runtime import staged_asset
 from ddb_capacity_tools.simulator.scaler_cost import DEPLOYMENT_METRICS, TABLE_METRICS
-from tests.moto_world import World
-from tests.test_assets import SCALER, zipped_size
+from tests.support.assets import SCALER, zipped_size
+from tests.support.moto_world import World
 
 ROOT = Path(__file__).parent.parent
 README = (ROOT / "README.md").read_text()

@@ -24,7 +24,7 @@ from ddb_capacity_runtime.requests import (
 )
 from ddb_capacity_runtime.requests.broker import BrokerConfig, serve
 from ddb_capacity_runtime.requests.ending import RELEASE_WAIT
-from tests.test_capacity_requests import (  # noqa: F401
+from tests.support.capacity_requests import (  # noqa: F401
     HOLD_ID,
     FakeClock,
     _described,

@@ -1,4 +1,4 @@
-"""The report pages in a real browser (headless Chromium, tests/browser.py): they render
+"""The report pages in a real browser (headless Chromium, tests/support/browser.py): they render
 without a script error or a console message, their charts hold a series per policy with a
 point per minute, the screenshot is not blank, the fleet page sorts and filters, stays small
 for 1,000 tables, and a hostile name is shown as text and runs nothing."""
@@ -27,37 +27,12 @@ from ddb_capacity_tools.simulator.prices import Prices
 from ddb_capacity_tools.simulator.run import simulate
 from ddb_capacity_tools.simulator.trace import Trace
 from ddb_capacity_tools.simulator.tune import tune
-
-from . import browser
-from .test_cli import HistoryTable, a_day_of, history_table  # noqa: F401 (a fixture)
+from tests.support import browser
+from tests.support.cli import HistoryTable, a_day_of, history_table  # noqa: F401 (a fixture)
+from tests.support.report_page import data_of, panels, series
 
 HOSTILE = "</script><img src=x onerror=\"document.body.setAttribute('data-pwned','1')\">"
 SPIKE_POLICIES = ("stock:70", "throttle-aware+stock:70", "scheduled", "oracle", "bound")
-
-
-def data_of(html: str) -> dict[str, Any]:
-    block = re.search(r'<script type="application/json" id="page-data">(.*?)</script>', html)
-    assert block is not None
-    parsed: dict[str, Any] = json.loads(block.group(1))
-    return parsed
-
-
-def panels(dom: str, chart: str) -> list[str]:
-    """The SVG panels the browser drew inside one chart's holder."""
-    start = dom.index(f'data-chart="{chart}"')
-    end = dom.find('data-chart="', start + 1)
-    return re.findall(
-        r"<svg [^>]*class=\"panel[^\"]*\".*?</svg>", dom[start : end if end > 0 else None]
-    )
-
-
-def series(svg: str) -> list[tuple[str, str, int]]:
-    return [
-        (name, role, int(points))
-        for name, role, points in re.findall(
-            r'data-series="([^"]*)" data-role="([^"]*)" data-points="(\d+)"', svg
-        )
-    ]
 
 
 def test_the_spike_page_renders_every_policy_and_minute_in_a_browser(

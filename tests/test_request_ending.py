@@ -7,10 +7,8 @@ for one past it."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -18,38 +16,13 @@ from botocore.exceptions import ClientError
 
 from ddb_capacity_runtime.aws.store import HoldStore
 from ddb_capacity_runtime.core.deadline import Deadline, DeadlinePassed
-from ddb_capacity_runtime.requests import CapacityRequestTimeout, Hold, restore_expired
+from ddb_capacity_runtime.requests import CapacityRequestTimeout, restore_expired
 from ddb_capacity_runtime.requests.restorer import restore_tables
-from tests.moto_world import World
-from tests.test_capacity_requests import FakeClock, stored
-from tests.test_capacity_requests import world as world  # noqa: F401 (fixture)
-from tests.test_surge_server import counted
-
-
-def _expired_hold(
-    world: World,  # noqa: F811 (the fixture)
-    name: str,
-    units: int,
-    index: str | None = None,
-    base: int = 10,
-    store: HoldStore | None = None,
-    now: float | None = None,
-) -> str:
-    """An expired hold of ``units`` write (table) or read (``index``) units over ``base``,
-    left by a worker that died; returns its id."""
-    dim = "read" if index else "write"
-    ident = f"dead{name[-4:]}"
-    gone = datetime.fromtimestamp((now or time.time()) - 60, UTC)
-    with (store or world.store).lease(name, index, dim, deadline=time.time() + 5) as lease:
-        lease.write(base, [Hold(ident, index, dim, units, gone, base)])
-    return ident
-
-
-def _raised(world: World, name: str, write: int) -> None:  # noqa: F811 (the fixture)
-    """The table's write capacity as the dead worker's hold left it."""
-    world.ddb.update_table(
-        TableName=name, ProvisionedThroughput={"ReadCapacityUnits": 10, "WriteCapacityUnits": write}
-    )
+from tests.support.capacity_requests import FakeClock, stored
+from tests.support.capacity_requests import world as world  # noqa: F401 (fixture)
+from tests.support.moto_world import World
+from tests.support.request_ending import _expired_hold, _raised
+from tests.support.surge_server import counted
 
 
 @contextmanager

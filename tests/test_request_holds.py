@@ -42,9 +42,9 @@ from ddb_capacity_runtime.requests import (
     restore_expired,
 )
 from ddb_capacity_runtime.requests import request as request_module
-from tests.moto_world import World
-from tests.test_capacity_requests import later, stored, write_held
-from tests.test_capacity_requests import world as world  # the fixture
+from tests.support.capacity_requests import later, stored, write_held
+from tests.support.capacity_requests import world as world  # the fixture
+from tests.support.moto_world import World
 
 REGISTER = "before-parameter-build.application-autoscaling.RegisterScalableTarget"
 

@@ -21,10 +21,10 @@ from ddb_capacity_runtime.requests import (
     request_capacity,
     restore_expired,
 )
-from tests.moto_world import World
-from tests.test_capacity_requests import FakeClock, stored
-from tests.test_capacity_requests import world as world  # noqa: F401 (fixture)
-from tests.test_request_ending import _expired_hold, _raised
+from tests.support.capacity_requests import FakeClock, stored
+from tests.support.capacity_requests import world as world  # noqa: F401 (fixture)
+from tests.support.moto_world import World
+from tests.support.request_ending import _expired_hold, _raised
 
 
 def test_a_slow_restore_never_lowers_a_table_under_a_hold_recorded_meanwhile(

@@ -38,7 +38,7 @@ from ddb_capacity_tools.simulator import (
     scenario,
     simulate,
 )
-from tests.moto_world import World
+from tests.support.moto_world import World
 
 START = datetime(2026, 1, 5, tzinfo=UTC)
 

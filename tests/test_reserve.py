@@ -28,11 +28,10 @@ from ddb_capacity_tools.simulator.run import DimensionResult
 from ddb_capacity_tools.simulator.scenarios import scenario
 from ddb_capacity_tools.simulator.table_class import STANDARD_IA
 from ddb_capacity_tools.simulator.trace import Trace
-from tests.test_cli import Terminal
-
-from . import browser
-from .hypothesis_profiles import examples
-from .test_report_page import panels, series
+from tests.support import browser
+from tests.support.cli import Terminal
+from tests.support.hypothesis_profiles import examples
+from tests.support.report_page import panels, series
 
 START = datetime(2026, 1, 5, 0, 30, tzinfo=UTC)
 PRICES = Prices()

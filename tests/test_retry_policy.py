@@ -28,22 +28,13 @@ from ddb_capacity_runtime.aws.error_codes import error_code
 from ddb_capacity_runtime.aws.retry import RetryWithin, ThrottleCounter
 from ddb_capacity_runtime.core.deadline import Deadline
 from ddb_capacity_tools.local_aws import REGION, free_port
-from tests.moto_world import World
+from tests.support.moto_world import World
+from tests.support.retry_policy import _Raw
 
 THROTTLE_BODY = (
     b'{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException",'
     b'"message":"Rate of requests exceeds the allowed throughput."}'
 )
-
-
-class _Raw:
-    """The body of a response botocore did not fetch (``before-send`` answered it)."""
-
-    def __init__(self, body: bytes) -> None:
-        self.body = body
-
-    def stream(self, **_: Any) -> Any:
-        yield self.body
 
 
 class Throttler:

@@ -24,26 +24,8 @@ from constructs_pkg import (
     ThrottleAwareScaler,
 )
 from constructs_pkg.common._runtime import function_runtime
-from tests.test_capacity_requests_construct import CHECKS_ALARMS
-
-PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
-
-
-def feed(stack: cdk.Stack) -> ProvisionedTable:
-    table = ProvisionedTable(
-        stack,
-        "Feed",
-        partition_key=PK,
-        read=Capacity(min_capacity=50, max_capacity=4000),
-        write=Capacity(min_capacity=20, max_capacity=1000),
-    )
-    table.add_global_secondary_index(
-        index_name="byTopic",
-        partition_key=PK,
-        read=Capacity(min_capacity=5, max_capacity=100),
-        write=Capacity(min_capacity=5, max_capacity=100),
-    )
-    return table
+from tests.support.capacity_requests_construct import CHECKS_ALARMS
+from tests.support.scaler_construct import PK, feed
 
 
 def statements(template: Template) -> dict[str, dict[str, Any]]:

@@ -31,7 +31,7 @@ from ddb_capacity_tools.simulator.scenarios import scenario
 from ddb_capacity_tools.simulator.tune import tune
 from ddb_capacity_tools.simulator.tune_runs import place, scaler_dollars
 from ddb_capacity_tools.simulator.tune_words import _rows, terms
-from tests.test_scaler_construct import feed
+from tests.support.scaler_construct import feed
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "guides"
 

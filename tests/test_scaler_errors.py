@@ -23,6 +23,7 @@ from ddb_capacity_runtime.core.table_limits import Limits
 from ddb_capacity_runtime.core.tables import Dimension, ManagedTable, ScalableTarget
 from ddb_capacity_runtime.core.tags import IgnoredTag, parse_tags
 from ddb_capacity_tools.local_aws import create_store_table
+from tests.support.scaler_errors import UNITS_REASON
 
 ARN = "arn:aws:dynamodb:us-east-1:123456789012:table/orders"
 LIMITS = Limits(5, 1000, 0.7)
@@ -401,7 +402,6 @@ def test_malformed_tags_are_ignored_with_their_reason(tags: dict[str, str], reas
     )
 
 
-UNITS_REASON = "expected a whole number of capacity units from 1 to 40000"
 BASE_REASON = "expected <base>:<set>, each a whole number of units from 1 to 40000"
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from ddb_capacity_runtime.core.names import resource_id, scalable_dimension
-from tests.moto_world import World
+from tests.support.moto_world import World
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from constructs_pkg import EVERY_DAY, Capacity, CapacityConfigError, ProvisionedTable
 from ddb_capacity_runtime.schedule.entries import ScheduleEntry, ScheduleError
 from ddb_capacity_runtime.schedule.expressions import parse
-from tests.test_capacity_requests_construct import synth_errors
+from tests.support.capacity_requests_construct import synth_errors
 
 PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
 GK = dynamodb.Attribute(name="gk", type=dynamodb.AttributeType.STRING)

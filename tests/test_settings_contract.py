@@ -28,7 +28,7 @@ from ddb_capacity_runtime.core.settings import (
     for_mode,
 )
 from ddb_capacity_tools import settings_table
-from tests.hypothesis_profiles import examples
+from tests.support.hypothesis_profiles import examples
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -28,9 +28,8 @@ from ddb_capacity_runtime.settle.settle_plan import (
     parse_targets,
     plan_settle,
 )
-
-from .conftest import cfn_event, dated_decreases
-from .test_settle_live import LOWERED
+from tests.conftest import cfn_event, dated_decreases
+from tests.support.settle_live import LOWERED
 
 
 def description(

@@ -3,7 +3,7 @@
 nothing else of it; a step made after the requests is told too; a store of another stack is
 not read (a warning), for the two stacks would depend on each other. The stack's step alarms
 on the dimensions it left at their mark (``SettleLeft``). Real CDK synth; the settle role's
-permissions evaluated from the template (``tests/iam_eval.py``)."""
+permissions evaluated from the template (``tests/support/iam_eval.py``)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from constructs_pkg import (
     ProvisionedTable,
     TableCapacity,
 )
-from tests.iam_eval import ACCOUNT, PARTITION, REGION, Request, Template, allowed
+from tests.support.iam_eval import ACCOUNT, PARTITION, REGION, Request, Template, allowed
 
 PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
 MARKED = Capacity(min_capacity=5, max_capacity=500, high_water_mark=400)

@@ -9,7 +9,6 @@ the other settle tests."""
 from __future__ import annotations
 
 import io
-import json
 import logging
 import sys
 import time
@@ -32,66 +31,19 @@ from ddb_capacity_runtime.aws.clients import (
 from ddb_capacity_runtime.settle.handler import SettleError, is_complete, on_event
 from ddb_capacity_runtime.settle.live_holds import MAX_HOLD_PAGES
 from ddb_capacity_runtime.settle.settle_plan import PERMISSION_WAIT_S
-from ddb_capacity_tools.local_aws import create_store_table
-from tests.test_settle_live import LOWERED, described, left_events, stubbed, table_name, targets
-from tests.test_settle_live import (
+from tests.conftest import cfn_event
+from tests.support.settle_holds import FUNCTION, counts, create_event, hold
+from tests.support.settle_holds import dynamodb as dynamodb  # noqa: F401 (fixture)
+from tests.support.settle_holds import in_lambda as in_lambda  # noqa: F401 (fixture)
+from tests.support.settle_holds import store as store  # noqa: F401 (fixture)
+from tests.support.settle_live import LOWERED, described, left_events, stubbed, table_name, targets
+from tests.support.settle_live import (
     autoscaling as autoscaling,  # noqa: F401 (fixture)
 )
-from tests.test_settle_live import (
+from tests.support.settle_live import (
     cloudwatch as cloudwatch,  # noqa: F401 (fixture)
 )
-from tests.test_settle_live import settle as settle_live
-
-from .conftest import cfn_event
-
-FUNCTION = "Stack-CapacitySettleProviderIsComplete-abc123"
-"""The settle function's name, as Lambda sets it (``AWS_LAMBDA_FUNCTION_NAME``)."""
-
-
-@pytest.fixture
-def dynamodb(aws_client: Any) -> Any:
-    return aws_client("dynamodb")
-
-
-@pytest.fixture
-def store(dynamodb: Any) -> str:
-    """A hold store of its own, as ``CapacityRequests`` makes it."""
-    name = f"holds-{uuid.uuid4().hex[:8]}"
-    create_store_table(dynamodb, name)
-    return name
-
-
-@pytest.fixture
-def in_lambda(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", FUNCTION)
-
-
-def hold(
-    dynamodb: Any,
-    store: str,
-    table: str,
-    sk: str,
-    units: int,
-    *,
-    baseline: int = 100,
-    expires_in: float = 900,
-) -> None:
-    """One hold of ``units`` over ``baseline`` on the dimension ``sk`` of ``table``, as the
-    broker writes it (its level: ``baseline + units``)."""
-    fields = {
-        "units": {"N": str(units)},
-        "expires": {"N": str(int(time.time() + expires_in))},
-        "baseline": {"N": str(baseline)},
-    }
-    dynamodb.put_item(
-        TableName=store,
-        Item={
-            "pk": {"S": table},
-            "sk": {"S": sk},
-            "base": {"N": "100"},
-            "holds": {"M": {uuid.uuid4().hex: {"M": fields}}},
-        },
-    )
+from tests.support.settle_live import settle as settle_live
 
 
 def update_event(name: str, store: str | None, utilization: Any = None) -> dict[str, Any]:
@@ -109,15 +61,6 @@ def update_event(name: str, store: str | None, utilization: Any = None) -> dict[
         },
         "PhysicalResourceId": f"{name}-settle",
     }
-    return {**event, **on_event(event, None)}
-
-
-def create_event(name: str, store: str | None) -> dict[str, Any]:
-    """The Create of a step on the new table ``name``, its targets auto-scaled."""
-    props: dict[str, Any] = {"TableName": name, "Targets": targets(2000, 500)}
-    if store is not None:
-        props["HoldStore"] = store
-    event = cfn_event("Create", props)
     return {**event, **on_event(event, None)}
 
 
@@ -179,12 +122,6 @@ def settle(
             stubber.assert_no_pending_responses()
         return answer
     return settle_live(event, table, update, cloudwatch, autoscaling, holds=holds, clock=clock)
-
-
-def counts(capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
-    """The EMF records written to standard output."""
-    out = capsys.readouterr().out
-    return [json.loads(line) for line in out.splitlines() if line.startswith('{"_aws"')]
 
 
 @pytest.mark.parametrize(

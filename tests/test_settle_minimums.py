@@ -18,7 +18,7 @@ from ddb_capacity_runtime.aws.clients import (
     settle_autoscaling_client,
     settle_cloudwatch_client,
 )
-from tests.test_settle_live import (
+from tests.support.settle_live import (
     LOWERED,
     busy,
     described,
@@ -30,10 +30,10 @@ from tests.test_settle_live import (
     table_name,
     update_event,
 )
-from tests.test_settle_live import (
+from tests.support.settle_live import (
     autoscaling as autoscaling,  # noqa: F401 (fixture)
 )
-from tests.test_settle_live import (
+from tests.support.settle_live import (
     cloudwatch as cloudwatch,  # noqa: F401 (fixture)
 )
 

@@ -32,32 +32,32 @@ from ddb_capacity_runtime.settle.handler import is_complete
 from ddb_capacity_runtime.settle.settle_plan import FINISH_S
 from ddb_capacity_tools import local_aws
 from tests.conftest import dated_decreases
-from tests.test_retry_policy import _Raw
-from tests.test_settle_holds import (
+from tests.support.retry_policy import _Raw
+from tests.support.settle_holds import (
     counts,
     create_event,
     hold,
 )
-from tests.test_settle_holds import (
+from tests.support.settle_holds import (
     dynamodb as dynamodb,  # noqa: F401 (fixture)
 )
-from tests.test_settle_holds import (
+from tests.support.settle_holds import (
     in_lambda as in_lambda,  # noqa: F401 (fixture)
 )
-from tests.test_settle_holds import (
+from tests.support.settle_holds import (
     store as store,  # noqa: F401 (fixture)
 )
-from tests.test_settle_live import (
+from tests.support.settle_live import (
     autoscaling as autoscaling,  # noqa: F401 (fixture)
 )
-from tests.test_settle_live import (
+from tests.support.settle_live import (
     busy,
     left_events,
     register,
     table_name,
     update_event,
 )
-from tests.test_settle_live import (
+from tests.support.settle_live import (
     cloudwatch as cloudwatch,  # noqa: F401 (fixture)
 )
 

@@ -57,8 +57,8 @@ from ddb_capacity_runtime.fast_path.signals_function import (
     take_reports,
 )
 from ddb_capacity_tools.local_aws import REGION
-from tests.moto_world import World
-from tests.test_signals_hook import (
+from tests.support.moto_world import World
+from tests.support.signals_hook import (
     ACCOUNT,
     PTEE,
     Capture,
@@ -69,7 +69,7 @@ from tests.test_signals_hook import (
     once,
     throttle,
 )
-from tests.test_stream_reader import (
+from tests.support.stream_reader import (
     lambda_event,
     put_items,
     read,
@@ -78,9 +78,9 @@ from tests.test_stream_reader import (
     streamed_table,
     window_sum,
 )
-from tests.test_surge_server import SETTINGS, a_table, counted, report, served, write
-from tests.test_surge_server import prompt_store as prompt_store  # noqa: F401 (fixture)
-from tests.test_surge_server import world as world  # noqa: F401 (fixture)
+from tests.support.surge_server import SETTINGS, a_table, counted, report, served, write
+from tests.support.surge_server import prompt_store as prompt_store  # noqa: F401 (fixture)
+from tests.support.surge_server import world as world  # noqa: F401 (fixture)
 
 OTHER_ACCOUNT = "999999999999"
 WRITE_PROVISIONED = "TableWriteProvisionedThroughputExceeded"

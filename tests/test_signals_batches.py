@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
@@ -27,11 +26,12 @@ from ddb_capacity_runtime.core.surge_report import DimensionReport
 from ddb_capacity_runtime.fast_path.hook import MAX_REPORTS_PER_ROUND, watch
 from ddb_capacity_runtime.fast_path.signals_function import RESERVE_MS, take_reports
 from ddb_capacity_runtime.fast_path.surge_settings import LEASE_WAIT_SECONDS, OUT_OF_TIME
-from tests.moto_world import World
-from tests.test_signals_hook import Capture, inject, once
-from tests.test_surge_server import SETTINGS, a_table, counted, report, served, write
-from tests.test_surge_server import prompt_store as prompt_store  # noqa: F401 (a fixture)
-from tests.test_surge_server import world as world  # noqa: F401 (a fixture)
+from tests.support.moto_world import World
+from tests.support.signals_batches import Clock
+from tests.support.signals_hook import Capture, inject, once
+from tests.support.surge_server import SETTINGS, a_table, counted, report, served, write
+from tests.support.surge_server import prompt_store as prompt_store  # noqa: F401 (a fixture)
+from tests.support.surge_server import world as world  # noqa: F401 (a fixture)
 
 
 def busy(tables: int, *, throttled: set[int] | None = None) -> Any:
@@ -192,19 +192,6 @@ def test_the_report_flood_benchmark_runs_and_meets_its_rate(
 
 GSIS = tuple(f"gsi{i}" for i in range(7))
 TIMEOUT_S = 30  # the signals function's timeout
-
-
-class Clock:
-    """A clock that moves only when slept on: the lease waits are the time spent."""
-
-    def __init__(self) -> None:
-        self.t = time.time()
-
-    def __call__(self) -> float:
-        return self.t
-
-    def sleep(self, seconds: float) -> None:
-        self.t += seconds
 
 
 def many_gsi_table(world: World, base: str) -> str:  # noqa: F811 (the fixture's name)

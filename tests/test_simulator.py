@@ -36,7 +36,7 @@ from ddb_capacity_tools.simulator.model import SimulatedTable
 from ddb_capacity_tools.simulator.oracle import plan
 from ddb_capacity_tools.simulator.scenarios import SCENARIOS, diurnal, nightly_batch
 from ddb_capacity_tools.simulator.trace import Trace
-from tests.hypothesis_profiles import examples
+from tests.support.hypothesis_profiles import examples
 
 START = datetime(2026, 1, 5, 12, tzinfo=UTC)
 units = st.floats(min_value=0, max_value=50_000, allow_nan=False)

@@ -28,11 +28,10 @@ import io
 import itertools
 import os
 import time
-from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, assume, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -53,8 +52,9 @@ from ddb_capacity_runtime.requests import (
 )
 from ddb_capacity_runtime.scaler.tick import run_tick
 from ddb_capacity_tools.local_aws import put_traffic, recorded_events
-from tests.hypothesis_profiles import examples
-from tests.moto_world import LAG, World
+from tests.support.hypothesis_profiles import examples
+from tests.support.moto_world import LAG, World
+from tests.support.state_machine import world as world  # noqa: F401 (fixture)
 
 BASE = 100
 CALM = 5.0  # units per second between bursts
@@ -373,17 +373,7 @@ class CapacityStateMachine(RuleBasedStateMachine):
         assert all(not s.holds for s in self.store.table(self.name))
 
 
-@pytest.fixture(scope="module")
-def world(aws_env: dict[str, str], store_dynamodb: Any) -> Iterator[World]:
-    from ddb_capacity_tools import local_aws
-
-    made = World(lambda s: local_aws.client(aws_env["AWS_ENDPOINT_URL"], s), store_dynamodb)
-    made.now = datetime.now(UTC).replace(second=0, microsecond=0)
-    yield made
-    made.close()
-
-
-#: Runs of the machine: the profile's (tests/hypothesis_profiles.py: in the gate the same
+#: Runs of the machine: the profile's (tests/support/hypothesis_profiles.py: in the gate the same
 #: runs every time, derandomized, so the gate never flips; ``make explore`` many more
 #: random ones). ``STATE_MACHINE_EXAMPLES=N`` explores N new random runs instead.
 EXPLORE = os.environ.get("STATE_MACHINE_EXAMPLES")

@@ -9,8 +9,8 @@ import time
 import pytest
 
 from ddb_capacity_runtime.fast_path.stream_reader import home_of
-from tests.moto_world import World
-from tests.test_stream_reader import (
+from tests.support.moto_world import World
+from tests.support.stream_reader import (
     lambda_event,
     put_items,
     read,
@@ -19,9 +19,9 @@ from tests.test_stream_reader import (
     streamed_table,
     window_sum,
 )
-from tests.test_surge_server import counted, served, surge_of
-from tests.test_surge_server import prompt_store as prompt_store  # noqa: F401 (fixture)
-from tests.test_surge_server import world as world  # noqa: F401 (fixture)
+from tests.support.surge_server import counted, served, surge_of
+from tests.support.surge_server import prompt_store as prompt_store  # noqa: F401 (fixture)
+from tests.support.surge_server import world as world  # noqa: F401 (fixture)
 
 HOME = ("aws", "us-east-1", "123456789012")
 

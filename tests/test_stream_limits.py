@@ -17,8 +17,8 @@ from ddb_capacity_runtime.aws import stream_counts
 from ddb_capacity_runtime.aws.stream_counts import Added
 from ddb_capacity_runtime.core.stream import WINDOW_SECONDS
 from ddb_capacity_runtime.fast_path.stream_reader import read_stream
-from tests.moto_world import World
-from tests.test_stream_reader import (
+from tests.support.moto_world import World
+from tests.support.stream_reader import (
     lambda_event,
     put_items,
     read,
@@ -27,9 +27,9 @@ from tests.test_stream_reader import (
     streamed_table,
     window_sum,
 )
-from tests.test_surge_server import SETTINGS, counted, served
-from tests.test_surge_server import prompt_store as prompt_store  # noqa: F401 (fixture)
-from tests.test_surge_server import world as world  # noqa: F401 (fixture)
+from tests.support.surge_server import SETTINGS, counted, served
+from tests.support.surge_server import prompt_store as prompt_store  # noqa: F401 (fixture)
+from tests.support.surge_server import world as world  # noqa: F401 (fixture)
 
 FLAGS = 200_000
 

@@ -12,7 +12,7 @@ from aws_cdk import aws_lambda_event_sources as sources
 from constructs_pkg.fast_path._fast_path import FastPath
 from constructs_pkg.fast_path._stream_signal import StreamSignal
 from constructs_pkg.requests._capacity_requests import CapacityRequests
-from tests.test_stream_signal_construct import with_stream
+from tests.support.stream_signal_construct import with_stream
 
 
 def consumer(stack: cdk.Stack, name: str, table: object) -> None:

@@ -21,38 +21,21 @@ from aws_cdk.assertions import Match, Template
 
 from constructs_pkg import (
     AlarmOptions,
-    Capacity,
     CapacityConfigError,
     CapacityRequests,
     FastPath,
     FunctionOptions,
-    ProvisionedTable,
     StreamSignal,
     acknowledge,
     apply_nag_packs,
 )
-from tests.test_capacity_requests_construct import PK, by_sid, policy
+from tests.support.capacity_requests_construct import PK, by_sid, policy
+from tests.support.stream_signal_construct import provisioned, with_stream
 
 HANDLER = "ddb_capacity_runtime.fast_path.stream_reader.stream_handler"
 SIGNALS = "ddb_capacity_runtime.fast_path.signals_function.signals_handler"
 DESCRIPTION = "Permissions of DynamoDB capacity stream reader (fast path)"
 ROOT = Path(__file__).resolve().parent.parent
-CAPACITY = Capacity(min_capacity=5, max_capacity=500)
-
-
-def provisioned(stack: cdk.Stack, id: str = "Orders", **props: Any) -> ProvisionedTable:
-    return ProvisionedTable(stack, id, partition_key=PK, read=CAPACITY, write=CAPACITY, **props)
-
-
-def with_stream(stack: cdk.Stack, id: str = "Events") -> dynamodb.Table:
-    """A provisioned table of the app with its own stream."""
-    return dynamodb.Table(
-        stack,
-        id,
-        partition_key=PK,
-        billing_mode=dynamodb.BillingMode.PROVISIONED,
-        stream=dynamodb.StreamViewType.NEW_IMAGE,
-    )
 
 
 def function(template: Template, handler: str) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from ddb_capacity_runtime.core.stream import (
     window_rate,
 )
 from ddb_capacity_runtime.fast_path.stream_reader import _view
-from tests.test_signals_hook import ddb
+from tests.support.signals_hook import ddb
 
 SHAPE = Shape(
     keys=("pk",),

@@ -31,10 +31,10 @@ from ddb_capacity_runtime.core.surge_report import (
 )
 from ddb_capacity_runtime.fast_path.surge_settings import SurgeSettings
 from ddb_capacity_runtime.requests import restore_expired
-from tests.moto_world import World
-from tests.test_surge_server import a_table, counted, report, send, served, write
-from tests.test_surge_server import prompt_store as prompt_store  # noqa: F401 (fixture)
-from tests.test_surge_server import world as world  # noqa: F401 (fixture)
+from tests.support.moto_world import World
+from tests.support.surge_server import a_table, counted, report, send, served, write
+from tests.support.surge_server import prompt_store as prompt_store  # noqa: F401 (fixture)
+from tests.support.surge_server import world as world  # noqa: F401 (fixture)
 
 #: A process that lies: the most units a report may carry, and throttles.
 LIE = write(MAX_UNITS_PER_SECOND, throttles={"provisioned": 10_000_000}, failed=1_000_000)

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from ddb_capacity_runtime.fast_path.surge_settings import SurgeSettings
-from tests.moto_world import World
-from tests.test_surge_runtime_rules import Clock
-from tests.test_surge_server import (
+from tests.support.moto_world import World
+from tests.support.surge_runtime_rules import Clock
+from tests.support.surge_server import (
     a_table,
     counted,
     report,
@@ -23,8 +23,8 @@ from tests.test_surge_server import (
     store_reads,
     write,
 )
-from tests.test_surge_server import prompt_store as prompt_store  # noqa: F401 (fixture)
-from tests.test_surge_server import world as world  # noqa: F401 (fixture)
+from tests.support.surge_server import prompt_store as prompt_store  # noqa: F401 (fixture)
+from tests.support.surge_server import world as world  # noqa: F401 (fixture)
 
 #: The looks: every minute for 5 minutes, then every 10 s past the first confirmation.
 LOOKS = [0, 60, 120, 180, 240, 300, 310, 320]

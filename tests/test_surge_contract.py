@@ -31,7 +31,7 @@ from ddb_capacity_runtime.core.surge_report import (
     Report,
     parse_report,
 )
-from tests.hypothesis_profiles import examples
+from tests.support.hypothesis_profiles import examples
 
 NOW = 1_800_000_000.0
 

@@ -40,7 +40,7 @@ from ddb_capacity_runtime.core.surge_report import (
     FRESH_SECONDS,
     DimensionReport,
 )
-from tests.hypothesis_profiles import examples
+from tests.support.hypothesis_profiles import examples
 
 NOW = 1_800_000_000.0
 AT = datetime.fromtimestamp(NOW, UTC)

@@ -14,12 +14,9 @@ import dataclasses
 import math
 import re
 import time
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import boto3
 import pytest
-from botocore.stub import Stubber
 
 from ddb_capacity_runtime.aws import combiner
 from ddb_capacity_runtime.aws.clients import Clients
@@ -32,9 +29,10 @@ from ddb_capacity_runtime.fast_path.ledger import Ledger
 from ddb_capacity_runtime.fast_path.surge_settings import TRUSTED_LAG_MINUTES, SurgeSettings
 from ddb_capacity_runtime.requests import restore_expired
 from ddb_capacity_runtime.requests.broker import BrokerConfigError
-from tests.moto_world import World
-from tests.test_faults import client_error, fail_before
-from tests.test_surge_runtime_rules import (
+from tests.support.faults import client_error, fail_before
+from tests.support.moto_world import World
+from tests.support.surge_guards import untrusted_cloudwatch
+from tests.support.surge_runtime_rules import (
     EVERY,
     Clock,
     consumed,
@@ -48,7 +46,7 @@ from tests.test_surge_runtime_rules import (
     unreachable_cloudwatch,
     warm_table,
 )
-from tests.test_surge_server import (
+from tests.support.surge_server import (
     a_table,
     counted,
     read,
@@ -60,8 +58,8 @@ from tests.test_surge_server import (
     surge_of,
     write,
 )
-from tests.test_surge_server import prompt_store as prompt_store  # noqa: F401 (fixture)
-from tests.test_surge_server import world as world  # noqa: F401 (fixture)
+from tests.support.surge_server import prompt_store as prompt_store  # noqa: F401 (fixture)
+from tests.support.surge_server import world as world  # noqa: F401 (fixture)
 
 
 def fresh_entry(at: float) -> dict[str, Any]:
@@ -418,27 +416,6 @@ def test_a_confirming_read_that_fails_is_counted_and_the_surge_goes_on(
     assert [(r["status"], r["to"]) for r in rows] == [("renewed", 286)] * 3
     out = capsys.readouterr().out
     assert (counted(out, "CorroborationFailed"), counted(out, "SurgesUnconfirmed")) == (1, 0)
-
-
-def untrusted_cloudwatch(status: str) -> tuple[Any, Stubber]:
-    """A CloudWatch client whose one GetMetricData answer (botocore's Stubber: moto always
-    answers ``Complete``) gives both of a dimension's queries ``status`` and 200 units/s
-    served in each of the window's minutes."""
-    client = boto3.client(
-        "cloudwatch",
-        region_name="us-east-1",
-        aws_access_key_id="test",
-        aws_secret_access_key="test",  # noqa: S106 (never sent)
-    )
-    minutes = [datetime.now(UTC) - timedelta(minutes=m) for m in range(9, 0, -1)]
-    stub = Stubber(client)
-    results = [
-        {"Id": qid, "StatusCode": status, "Timestamps": minutes, "Values": [value] * 9}
-        for qid, value in (("c0", 200 * 60.0), ("t0", 0.0))
-    ]
-    stub.add_response("get_metric_data", {"MetricDataResults": results, "Messages": []})
-    stub.activate()
-    return client, stub
 
 
 @pytest.mark.parametrize("status", ["PartialData", "InternalError"])

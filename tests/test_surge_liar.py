@@ -18,8 +18,8 @@ import pytest
 
 from ddb_capacity_runtime.fast_path.surge_settings import SurgeSettings
 from ddb_capacity_runtime.requests import restore_expired
-from tests.moto_world import World
-from tests.test_surge_server import (
+from tests.support.moto_world import World
+from tests.support.surge_server import (
     a_table,
     counted,
     report,
@@ -29,8 +29,8 @@ from tests.test_surge_server import (
     store_reads,
     write,
 )
-from tests.test_surge_server import prompt_store as prompt_store  # noqa: F401 (fixture)
-from tests.test_surge_server import world as world  # noqa: F401 (fixture)
+from tests.support.surge_server import prompt_store as prompt_store  # noqa: F401 (fixture)
+from tests.support.surge_server import world as world  # noqa: F401 (fixture)
 
 #: Past two hours: past the budget window of the first surge and the one back to back with
 #: it, after which a new window would count from where the surge left the table (400, never

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from ddb_capacity_runtime.aws.store import HoldLimits, HoldStore
-from tests.moto_world import World
-from tests.test_surge_server import (
+from tests.support.moto_world import World
+from tests.support.surge_server import (
     a_table,
     counted,
     report,
@@ -18,8 +18,8 @@ from tests.test_surge_server import (
     served,
     write,
 )
-from tests.test_surge_server import prompt_store as prompt_store  # noqa: F401 (fixture)
-from tests.test_surge_server import world as world  # noqa: F401 (fixture)
+from tests.support.surge_server import prompt_store as prompt_store  # noqa: F401 (fixture)
+from tests.support.surge_server import world as world  # noqa: F401 (fixture)
 
 
 def test_a_dimension_without_a_target_is_raised_past_a_thousand_units(

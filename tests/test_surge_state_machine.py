@@ -51,9 +51,9 @@ from ddb_capacity_runtime.fast_path.surge_raise import take_report
 from ddb_capacity_runtime.fast_path.surge_settings import SURGE_HOLD, SurgeSettings
 from ddb_capacity_runtime.requests import restore_expired
 from ddb_capacity_runtime.requests.broker import BrokerConfig
-from tests.hypothesis_profiles import examples
-from tests.moto_world import World
-from tests.test_state_machine import world as world  # noqa: F401 (the module's fixture)
+from tests.support.hypothesis_profiles import examples
+from tests.support.moto_world import World
+from tests.support.state_machine import world as world  # noqa: F401 (the module's fixture)
 
 BASE = 100  # every dimension's configured base: its provisioned units, its target's minimum
 MAX = 40_000  # the write target's max

@@ -14,8 +14,7 @@ from jsii._kernel.providers.process import ProcessProvider
 
 from constructs_pkg import Capacity, ProvisionedTable, ThrottleAwareScaler
 from ddb_capacity_runtime.core.settings import SETTINGS_BY_KEY
-
-from .test_scaler_construct import PK
+from tests.support.scaler_construct import PK
 
 CALLS = ("create", "get", "set", "sget", "sset", "invoke", "sinvoke")
 

@@ -39,9 +39,9 @@ from ddb_capacity_tools.simulator.table_class import STANDARD, STANDARD_IA, clas
 from ddb_capacity_tools.simulator.tune import code_of
 from ddb_capacity_tools.simulator.tune_code import STREAM_VIEW, code_for
 from ddb_capacity_tools.simulator.tune_runs import warm_levels
-from tests.test_advise import busy, day, run
-from tests.test_advise import region as advise_region  # noqa: F401 (a fixture)
-from tests.test_tune import trace_file
+from tests.support.advise import busy, day, run
+from tests.support.advise import region as advise_region  # noqa: F401 (a fixture)
+from tests.support.tune import trace_file
 
 GB = 2**30
 
@@ -260,7 +260,7 @@ def test_every_candidates_pasted_code_synthesizes_as_printed(policy: str) -> Non
 
 @pytest.fixture
 def region(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    """advise's empty Region of the moto server (`tests.test_advise.region`), with
+    """advise's empty Region of the moto server (`tests.support.advise.region`), with
     ``sizes``: per table name, what the command's DescribeTable answers say of its size
     instead of moto's 0 (``table``: ``TableSizeBytes``, None to leave it out; ``gsi``: each
     GSI's ``IndexSizeBytes``)."""

@@ -13,9 +13,9 @@ from ddb_capacity_runtime.aws.store import HoldLimits, HoldStore
 from ddb_capacity_runtime.core.holds import Hold
 from ddb_capacity_runtime.core.names import DEFAULT_TABLE_QUOTA
 from ddb_capacity_runtime.requests import restore_expired
-from tests.moto_world import World
-from tests.test_surge_server import prompt_store as prompt_store  # noqa: F401 (fixture)
-from tests.test_surge_server import world as world  # noqa: F401 (fixture)
+from tests.support.moto_world import World
+from tests.support.surge_server import prompt_store as prompt_store  # noqa: F401 (fixture)
+from tests.support.surge_server import world as world  # noqa: F401 (fixture)
 
 BASE, HELD = 50_000, 60_000
 

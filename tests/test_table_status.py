@@ -13,9 +13,9 @@ import pytest
 
 from ddb_capacity_runtime.aws.clients import Clients
 from ddb_capacity_runtime.scaler.shard import Batch
-from tests.moto_world import World
-from tests.test_faults import assert_handled, busy_and_idle, emf, world  # noqa: F401
-from tests.test_sharded_tick import emf_records, ticked
+from tests.support.faults import assert_handled, busy_and_idle, emf, world  # noqa: F401
+from tests.support.moto_world import World
+from tests.support.sharded_tick import emf_records, ticked
 
 UNAVAILABLE = ["INACCESSIBLE_ENCRYPTION_CREDENTIALS", "ARCHIVING", "ARCHIVED"]
 PASSING = ["CREATING", "DELETING"]

@@ -8,23 +8,16 @@ these tests publish has a name of its own (DynamoDB's cause metrics already do).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import pytest
 from botocore.exceptions import ClientError
 
 from ddb_capacity_runtime.aws import metrics
 from ddb_capacity_runtime.core.series import MINUTE, Series
-from tests.moto_world import LAG, World
-
-
-@pytest.fixture
-def world(aws_client: Any) -> Iterator[World]:
-    made = World(aws_client)
-    yield made
-    made.close()
+from tests.support.moto_world import LAG, World
+from tests.support.throttle_causes import hot_key_and_idle
+from tests.support.throttle_causes import world as world  # noqa: F401 (fixture)
 
 
 def emf(lines: list[dict[str, Any]], table: str) -> dict[str, Any]:
@@ -139,18 +132,6 @@ def test_without_cause_metrics_the_lumped_rule_applies_and_an_event_says_so(
     (unknown,) = events(lines, "throttle-causes-unknown")
     assert (unknown["table"], unknown["dimension"], unknown["minutes"]) == (old, "write", 2)
     assert summary["failures"] == []
-
-
-def hot_key_and_idle(world: World) -> tuple[str, str]:
-    """A table whose writes are throttled, every event a hot key's by the cause metrics,
-    and an idle table beside it."""
-    hot = world.table("hot", 100, 100)
-    idle = world.table("idle", 200, 200)
-    world.traffic(hot, "write", 100)
-    world.traffic(
-        hot, "write", 0, throttles=3000, minutes=range(1, 3), causes={"KeyRangeThroughput": 3000}
-    )
-    return hot, idle
 
 
 def test_a_failed_cause_read_is_a_failure_of_those_tables_and_raises_as_before(

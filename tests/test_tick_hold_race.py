@@ -13,9 +13,9 @@ import pytest
 
 from ddb_capacity_runtime.aws.clients import Clients
 from ddb_capacity_runtime.requests import CapacityHold, CapacityRequestTimeout, request_capacity
-from tests.moto_world import World
-from tests.test_faults import busy_and_idle, emf
-from tests.test_faults import world as world  # noqa: F401 (a fixture)
+from tests.support.faults import busy_and_idle, emf
+from tests.support.faults import world as world  # noqa: F401 (a fixture)
+from tests.support.moto_world import World
 
 
 @pytest.fixture

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.moto_world import World
-from tests.test_faults import assert_handled, busy_and_idle, client_error, emf, fail_before
-from tests.test_faults import world as world  # noqa: F401 (a fixture)
+from tests.support.faults import assert_handled, busy_and_idle, client_error, emf, fail_before
+from tests.support.faults import world as world  # noqa: F401 (a fixture)
+from tests.support.moto_world import World
 
 
 def _mixed(world: World) -> str:  # noqa: F811

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from tests.moto_world import World
-from tests.test_faults import busy_and_idle, emf
-from tests.test_faults import world as world  # noqa: F401 (a fixture)
-from tests.test_surge_server import counted
+from tests.support.faults import busy_and_idle, emf
+from tests.support.faults import world as world  # noqa: F401 (a fixture)
+from tests.support.moto_world import World
+from tests.support.surge_server import counted
 
 
 def test_a_base_unread_by_a_tick_that_ends_a_hold_is_told_once_read_and_once_replaced(

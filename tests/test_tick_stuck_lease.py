@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from ddb_capacity_runtime.aws.store import HoldStore, _next_version
-from tests.moto_world import World
-from tests.test_faults import busy_and_idle
-from tests.test_faults import world as world  # noqa: F401 (a fixture)
-from tests.test_surge_server import counted
+from tests.support.faults import busy_and_idle
+from tests.support.faults import world as world  # noqa: F401 (a fixture)
+from tests.support.moto_world import World
+from tests.support.surge_server import counted
 
 
 @pytest.mark.parametrize(

@@ -16,8 +16,8 @@ import pytest
 from ddb_capacity_runtime import requests
 from ddb_capacity_tools.simulator import ModelParams, PolicyError, parse, tune_code
 from ddb_capacity_tools.simulator.trace import Trace
-from tests.test_cli import run
-from tests.test_tune import trace_file
+from tests.support.cli import run
+from tests.support.tune import trace_file
 
 START = datetime(2026, 1, 5, tzinfo=UTC)
 

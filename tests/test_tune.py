@@ -30,21 +30,8 @@ from ddb_capacity_tools.simulator.tune_options import (
     refusal_price,
     refusal_tolerance,
 )
-from tests.test_cli import run
-
-
-def trace_file(tmp_path: Path) -> Path:
-    """Three days: reads on a daily sine, writes at 50/s with a 3,000/s hour each night."""
-    start = datetime(2026, 1, 5, tzinfo=UTC)
-    rows = ["timestamp,read,write"]
-    for m in range(3 * 1440):
-        minute = m % 1440
-        write = 3_000 if 120 <= minute < 180 else 50
-        read = 500 + 400 * math.sin(2 * math.pi * minute / 1440)
-        rows.append(f"{(start + timedelta(minutes=m)).isoformat()},{read:.1f},{write:.1f}")
-    path = tmp_path / "trace.csv"
-    path.write_text("\n".join(rows) + "\n")
-    return path
+from tests.support.cli import run
+from tests.support.tune import trace_file
 
 
 def test_tune_recommends_the_cheapest_that_refuses_no_more_than_the_best_stock(

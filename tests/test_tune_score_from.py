@@ -17,8 +17,8 @@ from ddb_capacity_tools.simulator.candidates import MONTH_MINUTES, STOCK, Candid
 from ddb_capacity_tools.simulator.ensemble import Spread, settings_of
 from ddb_capacity_tools.simulator.trace import read_csv
 from ddb_capacity_tools.simulator.tune_scored import hold
-from tests import browser
-from tests.test_cli import run
+from tests.support import browser
+from tests.support.cli import run
 
 START = datetime(2026, 1, 5, tzinfo=UTC)
 DAY = 1440

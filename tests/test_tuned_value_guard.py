@@ -12,8 +12,8 @@ import pytest
 
 from ddb_capacity_runtime.aws.store import TUNED
 from ddb_capacity_tools.tuning_lambda import tune_run
-from tests.moto_world import World
-from tests.test_nightly_tuning import (
+from tests.support.moto_world import World
+from tests.support.nightly_tuning import (
     AUTOPILOT,
     advised,
     policy_target,
@@ -23,7 +23,7 @@ from tests.test_nightly_tuning import (
     tune,
     tuned,
 )
-from tests.test_nightly_tuning import world as world  # noqa: F401 (the fixture)
+from tests.support.nightly_tuning import world as world  # noqa: F401 (the fixture)
 
 
 def store_tuned(world: World, name: str, value: dict[str, Any]) -> None:

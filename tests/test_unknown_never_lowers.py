@@ -32,9 +32,7 @@ from ddb_capacity_runtime.core.policy import (
 )
 from ddb_capacity_runtime.scaler.handler import complete
 from ddb_capacity_runtime.scaler.tick import TickFailed, TickSummary
-from tests.hypothesis_profiles import examples
-from tests.moto_world import World, base_min_tag, upgrade_window
-from tests.test_faults import (
+from tests.support.faults import (
     SHARED_CALLS,
     busy_and_idle,
     client_error,
@@ -43,9 +41,11 @@ from tests.test_faults import (
     fail_shared_call,
     raised_minimum,
 )
-from tests.test_faults import world as world  # noqa: F401 (fixture)
-from tests.test_policy import CONFIG, NOON, state
-from tests.test_throttle_causes import hot_key_and_idle
+from tests.support.faults import world as world  # noqa: F401 (fixture)
+from tests.support.hypothesis_profiles import examples
+from tests.support.moto_world import World, base_min_tag, upgrade_window
+from tests.support.policy import CONFIG, NOON, state
+from tests.support.throttle_causes import hot_key_and_idle
 
 # ------------------------------------------------------------------ a failed shared call
 

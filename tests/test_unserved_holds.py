@@ -14,10 +14,10 @@ import pytest
 from ddb_capacity_runtime.aws.store import HoldStore
 from ddb_capacity_runtime.core.outcomes import Status
 from ddb_capacity_runtime.requests.restorer import restore_tables
-from tests.moto_world import World
-from tests.test_capacity_requests import later, write_held
-from tests.test_capacity_requests import world as world  # noqa: F401 (fixture)
-from tests.test_surge_server import counted
+from tests.support.capacity_requests import later, write_held
+from tests.support.capacity_requests import world as world  # noqa: F401 (fixture)
+from tests.support.moto_world import World
+from tests.support.surge_server import counted
 
 
 def test_an_unserved_tables_active_hold_stays_and_its_expired_one_goes_as_the_row_says(

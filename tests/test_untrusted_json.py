@@ -23,7 +23,8 @@ from ddb_capacity_runtime.core.untrusted import (
 from ddb_capacity_runtime.fast_path.surge_raise import take_report
 from ddb_capacity_runtime.fast_path.surge_settings import MAX_REPORT_CHARS, SurgeSettings
 from ddb_capacity_runtime.requests.broker import MAX_EVENT_CHARS, BrokerConfig, serve
-from tests.hypothesis_profiles import examples
+from tests.support.hypothesis_profiles import examples
+from tests.support.untrusted_json import emf_total
 
 
 def nested(levels: int, leaf: object = 1) -> Any:
@@ -32,10 +33,6 @@ def nested(levels: int, leaf: object = 1) -> Any:
     for _ in range(levels):
         value = [value]
     return value
-
-
-def emf_total(out: str, metric: str) -> int:
-    return sum(json.loads(line).get(metric, 0) for line in out.splitlines() if line.startswith("{"))
 
 
 # ------------------------------------------------------------------ the helper

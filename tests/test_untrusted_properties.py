@@ -31,7 +31,7 @@ from ddb_capacity_runtime.core.series import Series
 from ddb_capacity_runtime.core.settings import OverrideError, ScalerConfig
 from ddb_capacity_runtime.core.tables import ScalableTarget
 from ddb_capacity_runtime.core.tags import parse_tags, percent, whole_units
-from tests.hypothesis_profiles import examples
+from tests.support.hypothesis_profiles import examples
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 MINUTES = 15

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ddb_capacity_runtime.core.validators import is_number, is_whole
-from tests.test_code_shape import ROOT, _modules
+from tests.support.shape import ROOT, modules
 
 ANYTHING = st.one_of(
     st.booleans(),
@@ -87,7 +87,7 @@ def _checks_bool_beside_a_number(node: ast.BoolOp) -> bool:
 
 def bool_checks_outside_validators() -> list[str]:
     out = []
-    for name, path in _modules().items():
+    for name, path in modules().items():
         if name.endswith("core.validators"):
             continue
         for node in ast.walk(ast.parse(path.read_text())):

@@ -35,13 +35,13 @@ from ddb_capacity_tools.simulator.fast_path_model import FastPath
 from ddb_capacity_tools.simulator.model import SimulatedTable
 from ddb_capacity_tools.simulator.scenarios import START
 from ddb_capacity_tools.simulator.trace import Trace
-from tests.hypothesis_profiles import examples
-from tests.moto_world import World
-from tests.test_broker import request, serve_table
-from tests.test_fast_path_sim import WRITE, _surges
-from tests.test_surge_server import a_table, counted, report, send, served, write
-from tests.test_surge_server import prompt_store as prompt_store  # noqa: F401 (fixture)
-from tests.test_surge_server import world as world  # noqa: F401 (fixture)
+from tests.support.broker import request, serve_table
+from tests.support.fast_path_sim import WRITE, _surges
+from tests.support.hypothesis_profiles import examples
+from tests.support.moto_world import World
+from tests.support.surge_server import a_table, counted, report, send, served, write
+from tests.support.surge_server import prompt_store as prompt_store  # noqa: F401 (fixture)
+from tests.support.surge_server import world as world  # noqa: F401 (fixture)
 
 
 def _spec(**warm: object) -> dict[str, Any]:

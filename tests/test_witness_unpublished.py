@@ -29,11 +29,11 @@ from ddb_capacity_runtime.core.delivery import (
     verdict,
 )
 from ddb_capacity_tools.local_aws import put_traffic, put_witness
-from tests.moto_world import LAG, WITNESS_AHEAD, World
-from tests.test_delivery_witness import decisions, on_time, stalled
-from tests.test_faults import client_error, emf, fail_before
-from tests.test_replica_scaler import EU, US
-from tests.test_replica_scaler import worlds as worlds  # noqa: F401 (fixture)
+from tests.support.delivery_witness import decisions, on_time, stalled
+from tests.support.faults import client_error, emf, fail_before
+from tests.support.moto_world import LAG, WITNESS_AHEAD, World
+from tests.support.replica_scaler import EU, US
+from tests.support.replica_scaler import worlds as worlds  # noqa: F401 (fixture)
 
 DAY = timedelta(days=1)
 

@@ -42,8 +42,8 @@ from ddb_capacity_runtime.workers.scan import (
 )
 from ddb_capacity_runtime.workers.writer import SlowStartWriter
 from ddb_capacity_tools import local_aws
-from tests.test_background_work import collector, make_table
-from tests.test_global_table_actions import (
+from tests.support.background_work import collector, make_table
+from tests.support.global_table_actions import (
     INDEX,
     TABLE,
     Tagger,
@@ -55,7 +55,7 @@ from tests.test_global_table_actions import (
     run,
     targets,  # noqa: F401
 )
-from tests.test_worker_throttle_causes import (
+from tests.support.worker_throttle_causes import (
     FakeClock,
     add_throttle,
     backoffs,

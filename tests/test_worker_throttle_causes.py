@@ -22,7 +22,6 @@ from botocore.stub import Stubber
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ddb_capacity_runtime.events import event_fields
 from ddb_capacity_runtime.workers import throttle_cause
 from ddb_capacity_runtime.workers.pacing import (
     CAUSES,
@@ -34,10 +33,24 @@ from ddb_capacity_runtime.workers.pacing import (
     strongest,
 )
 from ddb_capacity_runtime.workers.scan import RateLimitedScan, ScanError, ScanResult
-from ddb_capacity_runtime.workers.writer import SlowStartWriter, WriteResult
-from tests.hypothesis_profiles import examples
+from ddb_capacity_runtime.workers.writer import SlowStartWriter
+from tests.support.hypothesis_profiles import examples
+from tests.support.worker_throttle_causes import (
+    ARN,
+    FIELD,
+    FakeClock,
+    add_throttle,
+    backoffs,
+    batch,
+    events,
+    expected,
+    ok,
+    page,
+    reasons,
+    stubbed,
+    write,
+)
 
-ARN = "arn:aws:dynamodb:us-east-1:123456789012:table/t"
 #: Every reason DynamoDB documents, spelled out here (not derived as the code derives them).
 DOCUMENTED = {
     "TableReadProvisionedThroughputExceeded": "provisioned",
@@ -57,16 +70,6 @@ DOCUMENTED = {
     "IndexReadMaxOnDemandThroughputExceeded": "max-on-demand",
     "IndexWriteMaxOnDemandThroughputExceeded": "max-on-demand",
 }
-#: The field botocore parses the reasons into, per error code.
-FIELD = {
-    "ProvisionedThroughputExceededException": "ThrottlingReasons",
-    "RequestLimitExceeded": "ThrottlingReasons",
-    "ThrottlingException": "throttlingReasons",
-}
-
-
-def reasons(*names: str) -> list[dict[str, str]]:
-    return [{"reason": name, "resource": ARN} for name in names]
 
 
 def client_error(response: dict[str, Any], operation: str) -> ClientError:
@@ -77,26 +80,6 @@ def client_error(response: dict[str, Any], operation: str) -> ClientError:
 def parsed(error: ClientError) -> dict[str, Any]:
     """``error``'s response, with the keys botocore's stubs do not describe."""
     return dict(error.response)
-
-
-def stubbed() -> tuple[Any, Stubber]:
-    client = boto3.client(
-        "dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
-    )
-    return client, Stubber(client)
-
-
-def add_throttle(
-    stub: Stubber,
-    operation: str,
-    names: list[str] | None,
-    code: str = "ProvisionedThroughputExceededException",
-    **kw: Any,
-) -> None:
-    """A throttle whose reasons botocore validates against its model and parses onto the
-    exception (``names`` None: no reasons, as moto, DynamoDB Local and older answers)."""
-    fields = {FIELD[code]: reasons(*names)} if names is not None else None
-    stub.add_client_error(operation, code, "throttled", modeled_fields=fields, **kw)
 
 
 def raw_client(body: dict[str, Any]) -> Any:
@@ -133,10 +116,6 @@ def caught(client: Any, call: Callable[[Any], object]) -> ClientError:
 
 def counts(**by_cause: int) -> dict[str, int]:
     return {**dict.fromkeys(CAUSES, 0), **by_cause}
-
-
-def events(caplog: pytest.LogCaptureFixture, name: str) -> list[dict[str, Any]]:
-    return [f for r in caplog.records if (f := event_fields(r)) is not None and f["event"] == name]
 
 
 # ---------------------------------------------------------------- the classifier
@@ -312,16 +291,6 @@ def test_a_jittered_wait_is_between_half_and_all_of_the_backoff(delay: float, se
 # ---------------------------------------------------------------- the scan
 
 
-def page(keys: list[str], units: float, last: str | None = None) -> dict[str, Any]:
-    response: dict[str, Any] = {
-        "Items": [{"pk": {"S": k}} for k in keys],
-        "ConsumedCapacity": {"TableName": "tbl", "CapacityUnits": units},
-    }
-    if last:
-        response["LastEvaluatedKey"] = {"pk": {"S": last}}
-    return response
-
-
 def run_scan(
     throttles: Sequence[list[str] | None], **kw: Any
 ) -> tuple[RateLimitedScan, ScanResult, list[dict[str, Any]], list[float]]:
@@ -440,78 +409,6 @@ def test_a_hot_key_in_one_segment_holds_neither_the_others_nor_the_rate() -> Non
 
 
 # ---------------------------------------------------------------- the writer
-
-
-class FakeClock:
-    def __init__(self, step: float = 0.0) -> None:
-        self.now = 0.0
-        self.step = step  # each sleep lasts this long, if not 0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += self.step or seconds
-
-
-def batch(keys: list[str]) -> dict[str, Any]:
-    return {"tbl": [{"PutRequest": {"Item": {"pk": {"S": k}}}} for k in keys]}
-
-
-def expected(keys: list[str]) -> dict[str, Any]:
-    return {"RequestItems": batch(keys), "ReturnConsumedCapacity": "TOTAL"}
-
-
-def ok(n: float) -> dict[str, Any]:
-    return {"UnprocessedItems": {}, "ConsumedCapacity": [{"TableName": "tbl", "CapacityUnits": n}]}
-
-
-class Recorded(logging.Handler):
-    """The fields of every ``write-throttled`` event."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.INFO)
-        self.events: list[dict[str, Any]] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        fields = event_fields(record)
-        if fields is not None and fields["event"] == "write-throttled":
-            self.events.append(fields)
-
-
-def write(
-    stub_calls: Callable[[Stubber], None],
-    keys: list[str],
-    *,
-    clock: FakeClock | None = None,
-    rate: float = 40.0,
-    **kw: Any,
-) -> tuple[WriteResult, SlowStartWriter, list[dict[str, Any]]]:
-    """Write ``keys`` (the writer grown to ``rate``) against a Stubber filled by
-    ``stub_calls(stub)``; the result, the writer and its throttle events."""
-    client, stub = stubbed()
-    stub_calls(stub)
-    clock = clock or FakeClock()
-    logger = logging.getLogger("ddb_capacity_runtime")
-    recorded, level = Recorded(), logger.level
-    logger.addHandler(recorded)
-    logger.setLevel(logging.INFO)
-    try:
-        with stub:
-            writer = SlowStartWriter(
-                client, "tbl", start_rate=10, max_rate=100, clock=clock, sleep=clock.sleep, **kw
-            )
-            writer.bucket.set_rate(rate)
-            result = writer.write({"pk": k} for k in keys)
-    finally:
-        logger.removeHandler(recorded)
-        logger.setLevel(level)
-    stub.assert_no_pending_responses()
-    return result, writer, recorded.events
-
-
-def backoffs(events: list[dict[str, Any]]) -> list[float]:
-    return [e["retry_in_seconds"] for e in events]
 
 
 KEYS = [f"k{i}" for i in range(30)]
