@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
@@ -28,8 +27,8 @@ from constructs_pkg import (
 )
 from constructs_pkg.common._alarms import DESCRIPTION_LIMIT, AlarmSet, AlarmSpec, metric, says
 from ddb_capacity_runtime.core.errors import CapacityConfigError
+from tests.support.shape import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 RUNBOOK = ROOT / "docs" / "operations" / "alarms.md"
 SNAPSHOTS = ROOT / "tests" / "snapshots" / "templates"
 SAID = re.compile(

@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, cast
 
 import aws_cdk as cdk
@@ -25,6 +24,7 @@ from constructs_pkg.scaler._scaler import ThrottleAwareScaler
 from constructs_pkg.table._capacity import Capacity, PrewarmMethod
 from constructs_pkg.table._provisioned_table import ProvisionedTable
 from ddb_capacity_runtime.core.errors import CapacityConfigError
+from tests.support.shape import ROOT
 
 
 def four_constructs(stack: cdk.Stack, topic: sns.ITopic | None = None) -> NightlyTuning:
@@ -145,7 +145,7 @@ def test_each_stack_has_its_own_shared_topic() -> None:
 ALARM_DOLLARS = 0.10
 """A standard-resolution alarm's price a month in us-east-1."""
 SHARED = ("AWS::SNS::Topic", "AWS::SNS::TopicPolicy", "AWS::KMS::Key")
-FOOTPRINT_PAGE = Path(__file__).parent.parent / "docs" / "guides" / "alarms-metrics-functions.md"
+FOOTPRINT_PAGE = ROOT / "docs" / "guides" / "alarms-metrics-functions.md"
 
 
 def with_table(stack: cdk.Stack) -> ProvisionedTable:

@@ -36,6 +36,7 @@ from ddb_capacity_runtime.workers.writer import SlowStartWriter, WriteResult
 from ddb_capacity_tools import local_aws
 from tests.support.background_work import collector, make_table
 from tests.support.hypothesis_profiles import examples
+from tests.support.shape import ROOT
 
 
 class FakeClock:
@@ -277,7 +278,7 @@ def test_kill_and_resume_delivers_every_item_at_least_once(
     out.write_text("")
     script = tmp_path / "scan.py"
     script.write_text(KILLED_SCAN)
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
         [sys.executable, str(script), moto_endpoint, name, cursors, str(out)], env=env
     )

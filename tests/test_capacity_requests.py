@@ -16,7 +16,6 @@ import time
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -51,10 +50,9 @@ from tests.support.capacity_requests import stubbed as stubbed  # noqa: F401 (fi
 from tests.support.capacity_requests import world as world  # noqa: F401 (fixture)
 from tests.support.local_lambda import local_lambda
 from tests.support.moto_world import World, base_min_tag
+from tests.support.shape import ROOT
 from tests.support.surge_guards import untrusted_cloudwatch
 from tests.support.surge_server import counted
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture

@@ -8,7 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.shape import ROOT
+
 XENON = Path(sys.executable).parent / "xenon"
 #: What the gate checks.
 CHECKED = ("constructs_pkg", "lambda_src")

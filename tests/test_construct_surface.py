@@ -60,6 +60,7 @@ from ddb_capacity_runtime.scaler.handler import tick_deadline
 from ddb_capacity_runtime.scaler.shard import MARGIN
 from tests.support.construct_surface import PK, SMALL, settled
 from tests.support.docs import run_block
+from tests.support.shape import ROOT
 
 T = TypeVar("T")
 
@@ -379,7 +380,6 @@ def test_a_metric_the_scaler_does_not_send_is_refused(
 
 
 RUNTIME = Path(ddb_capacity_runtime.__file__).parent
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize("name", sorted(set(SCALER_METRICS) | set(REQUEST_METRICS)), ids=str)

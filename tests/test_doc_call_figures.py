@@ -5,16 +5,14 @@ the new figure."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from ddb_capacity_runtime.aws.metrics import HISTORY_QUERIES_PER_CALL
 from ddb_capacity_runtime.core.floorplan import STEP_MINUTES
 from ddb_capacity_runtime.core.forecast import HISTORY_DAYS, forecast_due, forecast_minute
 from ddb_capacity_tools.simulator.prices import Prices
+from tests.support.shape import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 DAY = 24 * 60
 MONTH_DAYS = 30
 GET_METRIC_DATA_PER_1000 = 0.01

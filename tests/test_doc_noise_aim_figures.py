@@ -11,7 +11,6 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 
 import pytest
 
@@ -21,8 +20,8 @@ from ddb_capacity_runtime.core.policy import DimensionState, PolicyConfig
 from ddb_capacity_tools.simulator import ModelParams, Prices, scenario
 from ddb_capacity_tools.simulator.run import DimensionResult, run_policy
 from ddb_capacity_tools.simulator.trace import Trace
+from tests.support.shape import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 WRITES = (None, "write")
 READS = (None, "read")
 QUIET_MINUTES = 60

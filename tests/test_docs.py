@@ -17,8 +17,8 @@ import pytest
 
 from ddb_capacity_tools.local_aws import create_store_table
 from tests.support.docs import run_block
+from tests.support.shape import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 
 

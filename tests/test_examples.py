@@ -16,6 +16,7 @@ from aws_cdk import aws_dynamodb as dynamodb
 from constructs_pkg import Capacity, ProvisionedTable, apply_nag_packs
 from constructs_pkg.common._compliance import NAG_PACKS, acknowledgment_id
 from ddb_capacity_tools.summary import render, summarize_assembly
+from tests.support.shape import ROOT
 
 STACKS = {
     "MinimalTable",
@@ -116,7 +117,7 @@ def test_cdk_json_sets_the_recommended_feature_flags() -> None:
         member = archive.extractfile("package/recommended-feature-flags.json")
         assert member is not None
         recommended = json.loads(member.read())
-    context = json.loads((Path(__file__).parents[1] / "cdk.json").read_text())["context"]
+    context = json.loads((ROOT / "cdk.json").read_text())["context"]
     assert len(recommended) > 50
     expected = {**recommended, **FLAGS_KEPT}
     assert {k: v for k, v in expected.items() if context.get(k) != v} == {}
@@ -218,9 +219,7 @@ def test_schedule_examples_carry_their_actions_without_warnings(assembly: Path) 
 def test_examples_keep_their_logical_ids(assembly: Path) -> None:
     """Logical ids are public: a changed one makes CloudFormation replace the resource (a
     new, empty table). The snapshot holds every example resource's id and type."""
-    snapshot = json.loads(
-        (Path(__file__).parent / "snapshots" / "example_logical_ids.json").read_text()
-    )
+    snapshot = json.loads((ROOT / "tests" / "snapshots" / "example_logical_ids.json").read_text())
     now = {}
     for stack in snapshot:
         template = json.loads((assembly / f"{stack}.template.json").read_text())

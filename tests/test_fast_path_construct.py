@@ -35,10 +35,10 @@ from tests.support.capacity_requests_construct import (
     policy,
     tables,
 )
+from tests.support.shape import ROOT
 
 HANDLER = "ddb_capacity_runtime.fast_path.signals_function.signals_handler"
 DESCRIPTION = "Permissions of DynamoDB capacity signals (fast path)"
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def signals_function(template: Template) -> dict[str, Any]:

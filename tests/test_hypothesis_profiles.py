@@ -4,7 +4,6 @@ examples on every run, ``make explore`` random ones at scale, and no test opts o
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -18,19 +17,20 @@ from tests.support.hypothesis_profiles import (
     PROFILE_VARIABLE,
     examples,
 )
+from tests.support.shape import ROOT
 
-TESTS = Path(__file__).resolve().parent
+TESTS = ROOT / "tests"
 
 
 def settings_calls() -> list[tuple[str, ast.Call]]:
     """Every ``settings(...)`` call in the test modules, with where it is."""
     calls = []
-    for path in sorted(TESTS.glob("*.py")):
+    for path in sorted(TESTS.rglob("*.py")):
         if path.name == "hypothesis_profiles.py":
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "settings":
-                calls.append((f"{path.name}:{node.lineno}", node))
+                calls.append((f"{path.relative_to(TESTS)}:{node.lineno}", node))
     return calls
 
 

@@ -31,6 +31,7 @@ from examples.many_accounts import (
     wildcard_findings,
 )
 from tests.support.many_accounts import cfn_lint
+from tests.support.shape import ROOT
 
 SETTINGS = Settings()
 PACKS = {"AwsSolutions", "Serverless", "HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321"}
@@ -511,11 +512,11 @@ def test_bad_context_is_refused(context: object, message: str) -> None:
 
 # ---------------------------------------------------------------- the guide follows the code
 
-GUIDE = Path(__file__).resolve().parents[1] / "docs" / "guides" / "many-accounts.md"
+GUIDE = ROOT / "docs" / "guides" / "many-accounts.md"
 
 
 def test_the_guide_shows_the_example_sections() -> None:
-    example = (Path(__file__).resolve().parents[1] / "examples" / "many_accounts.py").read_text()
+    example = (ROOT / "examples" / "many_accounts.py").read_text()
     for section in ("settings", "stages"):
         assert f"<!-- example: examples/many_accounts.py:{section} -->" in GUIDE.read_text()
         assert f"# --8<-- [start:{section}]" in example and f"# --8<-- [end:{section}]" in example

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import aws_cdk
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.shape import ROOT
+
 SOURCES = ("constructs_pkg", "lambda_src", "tests", "examples", "benchmarks")
 LIBRARY = Path(aws_cdk.__file__).parent
 

@@ -16,8 +16,8 @@ import constructs_pkg
 import ddb_capacity_runtime
 from constructs_pkg.common._assets import bytecode_path
 from constructs_pkg.common._runtime import compiled_modules
+from tests.support.shape import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 SCALER = "ddb_capacity_runtime.scaler.handler.lambda_handler"
 
 APP = textwrap.dedent("""

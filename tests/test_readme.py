@@ -13,7 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.shape import ROOT
+
 README = ROOT / "README.md"
 MAX_LINES = 300
 

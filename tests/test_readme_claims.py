@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,8 +14,8 @@ import pytest
 from benchmarks.stock_rivals import cheapest_within
 from ddb_capacity_tools.cli import main
 from ddb_capacity_tools.simulator.candidates import STOCK
+from tests.support.shape import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 POLICIES = [*STOCK, "autopilot+stock:80", "on-demand"]
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,8 +14,8 @@ from constructs_pkg.common._runtime import staged_asset
 from ddb_capacity_tools.simulator.scaler_cost import DEPLOYMENT_METRICS, TABLE_METRICS
 from tests.support.assets import SCALER, zipped_size
 from tests.support.moto_world import World
+from tests.support.shape import ROOT
 
-ROOT = Path(__file__).parent.parent
 README = (ROOT / "README.md").read_text()
 SCALER_GUIDE = (ROOT / "docs" / "guides" / "scaler.md").read_text()
 METRIC_DOLLARS = 0.30

@@ -5,12 +5,13 @@ trusted publishing (no stored token) with attestations."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import yaml
 
-WORKFLOW = Path(__file__).parent.parent / ".github" / "workflows" / "release.yml"
+from tests.support.shape import ROOT
+
+WORKFLOW = ROOT / ".github" / "workflows" / "release.yml"
 
 
 def workflow() -> dict[str, Any]:

@@ -30,6 +30,7 @@ from ddb_capacity_tools.simulator.tune import tune
 from tests.support import browser
 from tests.support.cli import HistoryTable, a_day_of, history_table  # noqa: F401 (a fixture)
 from tests.support.report_page import data_of, panels, series
+from tests.support.shape import ROOT
 
 HOSTILE = "</script><img src=x onerror=\"document.body.setAttribute('data-pwned','1')\">"
 SPIKE_POLICIES = ("stock:70", "throttle-aware+stock:70", "scheduled", "oracle", "bound")
@@ -351,7 +352,7 @@ def test_the_page_data_block_cannot_be_closed_by_a_value() -> None:
 
 
 def test_readme_screenshot_exists_and_is_small() -> None:
-    shot = Path(__file__).resolve().parents[1] / "docs" / "images" / "spike-page.png"
+    shot = ROOT / "docs" / "images" / "spike-page.png"
     assert shot.is_file() and shot.stat().st_size < 400_000
     assert "docs/images/spike-page.png" in (shot.parents[2] / "README.md").read_text()
 

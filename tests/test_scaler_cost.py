@@ -5,7 +5,6 @@ policies that run the scaler, and to no other."""
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 from aws_cdk import App, Stack
@@ -32,8 +31,9 @@ from ddb_capacity_tools.simulator.tune import tune
 from ddb_capacity_tools.simulator.tune_runs import place, scaler_dollars
 from ddb_capacity_tools.simulator.tune_words import _rows, terms
 from tests.support.scaler_construct import feed
+from tests.support.shape import ROOT
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "guides"
+DOCS = ROOT / "docs" / "guides"
 
 
 def flat(text: str) -> str:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, date, datetime
-from pathlib import Path
 
 import aws_cdk as cdk
 import pytest
@@ -29,8 +28,7 @@ from ddb_capacity_runtime.core.settings import (
 )
 from ddb_capacity_tools import settings_table
 from tests.support.hypothesis_profiles import examples
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.shape import ROOT
 
 
 def _value(setting: Setting) -> st.SearchStrategy[str]:

@@ -5,7 +5,6 @@ assumptions match the construct's."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
@@ -13,8 +12,9 @@ from constructs_pkg.fast_path._stream_signal import READER_MEMORY_MB
 from ddb_capacity_runtime.core.stream import ACCURACY
 from ddb_capacity_tools.simulator.prices import Prices
 from ddb_capacity_tools.simulator.stream_cost import MEMORY_MB, monthly_stream_cost
+from tests.support.shape import ROOT
 
-PAGE = Path(__file__).resolve().parent.parent / "docs" / "guides" / "instrument.md"
+PAGE = ROOT / "docs" / "guides" / "instrument.md"
 
 
 def rows(heading: str) -> list[list[str]]:

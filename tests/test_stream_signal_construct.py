@@ -30,12 +30,12 @@ from constructs_pkg import (
     apply_nag_packs,
 )
 from tests.support.capacity_requests_construct import PK, by_sid, policy
+from tests.support.shape import ROOT
 from tests.support.stream_signal_construct import provisioned, with_stream
 
 HANDLER = "ddb_capacity_runtime.fast_path.stream_reader.stream_handler"
 SIGNALS = "ddb_capacity_runtime.fast_path.signals_function.signals_handler"
 DESCRIPTION = "Permissions of DynamoDB capacity stream reader (fast path)"
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def function(template: Template, handler: str) -> dict[str, Any]:

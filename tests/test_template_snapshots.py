@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
@@ -28,8 +27,9 @@ from constructs_pkg import (
     ThrottleAwareScaler,
 )
 from examples.__main__ import build_app
+from tests.support.shape import ROOT
 
-SNAPSHOTS = Path(__file__).parent / "snapshots" / "templates"
+SNAPSHOTS = ROOT / "tests" / "snapshots" / "templates"
 ASSET_HASH = re.compile(r"\b[0-9a-f]{64}\b")
 
 

@@ -11,6 +11,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Match, Template
 
 from constructs_pkg import Capacity, CapacityConfigError, ProvisionedTable
+from tests.support.shape import ROOT
 
 PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
 GK = dynamodb.Attribute(name="gk", type=dynamodb.AttributeType.STRING)
@@ -76,9 +77,8 @@ def test_min_above_max_is_refused_where_the_capacity_is_made() -> None:
 def test_the_tables_guide_quotes_the_errors_as_they_are() -> None:
     """The two refusals the Tables guide prints are the library's, word for word."""
     import re
-    from pathlib import Path
 
-    guide = (Path(__file__).parent.parent / "docs" / "guides" / "tables.md").read_text()
+    guide = (ROOT / "docs" / "guides" / "tables.md").read_text()
     quoted = {
         " ".join(q.split()) for q in re.findall(r"`([^`]*must be[^`]*|[^`]*quota of[^`]*)`", guide)
     }
