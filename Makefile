@@ -29,14 +29,15 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet --no-compile -e '.[dev]'
 	touch $@
 
-# checkov scans the synthesized templates (tests/test_checkov.py); its own venv, see the file
+# checkov scans the synthesized templates (tests/project/test_checkov.py); its own venv,
+# see the file
 $(CHECKOV_VENV)/.installed: requirements-checkov.txt
 	test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
 	$(CHECKOV_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(CHECKOV_VENV)/bin/python -m pip install --quiet --no-compile -r requirements-checkov.txt
 	touch $@
 
-# Headless Chromium for the report page tests (tests/test_report_page.py): the
+# Headless Chromium for the report page tests (tests/tools/test_report_page.py): the
 # distribution's own package, installed only where no Chromium is on PATH (apt as root, or
 # through sudo).
 browser:
@@ -95,30 +96,31 @@ unit: install install-checkov browser
 	$(VENV)/bin/pytest -n 2
 
 # The property tests (hypothesis) randomized at scale: each test's examples times
-# HYPOTHESIS_EXPLORE_SCALE (20 unless set), new random ones every run (tests/support/hypothesis_profiles.py);
-# `make test` runs them derandomized, the same examples every time. EXPLORE_ARGS goes to pytest
-# (e.g. EXPLORE_ARGS=tests/test_policy.py). Then the hold races, 200 trials from a new seed
-# (tests/test_hold_races.py; the gate runs 12). Every run goes ahead; any failing fails the target.
+# HYPOTHESIS_EXPLORE_SCALE (20 unless set), new random ones every run
+# (tests/support/hypothesis_profiles.py); `make test` runs them derandomized, the same
+# examples every time. EXPLORE_ARGS goes to pytest (e.g. EXPLORE_ARGS=tests/scaler/test_policy.py).
+# Then the hold races, 200 trials from a new seed (tests/requests/test_hold_races.py; the gate
+# runs 12). Every run goes ahead; any failing fails the target.
 EXPLORE_ARGS ?= tests
 explore: install
 	HYPOTHESIS_PROFILE=explore $(VENV)/bin/pytest -q -m hypothesis $(EXPLORE_ARGS); first=$$?; \
-	HYPOTHESIS_PROFILE=explore $(VENV)/bin/pytest -q tests/test_state_machine.py; \
+	HYPOTHESIS_PROFILE=explore $(VENV)/bin/pytest -q tests/requests/test_state_machine.py; \
 	second=$$?; \
 	seed=$$(date +%s); echo "hold races: HOLD_RACE_SEED=$$seed: (to run them again)"; \
-	HOLD_RACE_TRIALS=200 HOLD_RACE_SEED=$$seed: $(VENV)/bin/pytest -q tests/test_hold_races.py; \
+	HOLD_RACE_TRIALS=200 HOLD_RACE_SEED=$$seed: $(VENV)/bin/pytest -q tests/requests/test_hold_races.py; \
 	third=$$?; exit $$(( first || second || third ))
 
-# The docs site, built as the tests build it (tests/test_docs.py); open site/index.html
+# The docs site, built as the tests build it (tests/project/test_docs.py); open site/index.html
 docs: install
 	$(VENV)/bin/mkdocs build --strict --site-dir site
 
 # The scaler's settings table in docs/guides/scaler-runtime.md, written again from the settings
-# contract (ddb_capacity_runtime.core.settings.SETTINGS); tests/test_settings_contract.py fails
+# contract (ddb_capacity_runtime.core.settings.SETTINGS); tests/scaler/test_settings_contract.py fails
 # while the page's table is not the one the contract makes
 settings-table: install
 	$(PY) -m ddb_capacity_tools.settings_table
 
-# The wheel and the source distribution in dist/, built as tests/test_packaging.py builds
+# The wheel and the source distribution in dist/, built as tests/project/test_packaging.py builds
 # the ones it installs and checks, and accepted by twine (the wheel is built from the sdist)
 dist: install
 	rm -rf dist

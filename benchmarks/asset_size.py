@@ -3,7 +3,7 @@
 Stages the scaler's asset as the constructs stage it (`constructs_pkg.common._runtime.staged_asset`:
 the run-time modules its handler imports, docstrings and comments stripped, the modules of
 `constructs_pkg.common._runtime.COMPILED_MODULES` with their bytecode) and zips it with deflate, as
-``tests/test_assets.py`` does. Printed: the asset zipped, its source alone zipped, the
+``tests/common/test_assets.py`` does. Printed: the asset zipped, its source alone zipped, the
 bytecode it holds (unzipped), and the whole run-time package's source zipped (what every
 function would carry without the per-handler assets).
 

@@ -31,7 +31,6 @@ import pytest
 
 from ddb_capacity_tools import local_aws
 from ddb_capacity_tools.local_aws import ACCOUNT, REGION
-from ddb_capacity_tools.simulator import ensemble
 from tests.support.hypothesis_profiles import load_profile
 from tests.support.shape import long_modules
 
@@ -73,20 +72,20 @@ ASSEMBLY_MODULES = ("test_checkov.py", "test_examples.py", "test_local_deploy.py
 #: before the others so that neither worker is left with a long one at the end; the others
 #: follow, the modules with the most tests first.
 LONGEST_FIRST = (
-    "tests/test_advise.py",
+    "tests/simulator/test_advise.py",
     "cli_assembly",
-    "tests/test_hold_races.py",
-    "tests/test_packaging.py",
-    "tests/test_state_machine.py",
-    "tests/test_local_command.py",
-    "tests/test_docs.py",
-    "tests/test_tune.py",
-    "tests/test_faults.py",
-    "tests/test_surge_state_machine.py",
-    "tests/test_readme.py",
-    "tests/test_instrument_construct.py",
-    "tests/test_adoption.py",
-    "tests/test_least_privilege.py",
+    "tests/requests/test_hold_races.py",
+    "tests/project/test_packaging.py",
+    "tests/requests/test_state_machine.py",
+    "tests/tools/test_local_command.py",
+    "tests/project/test_docs.py",
+    "tests/simulator/test_tune.py",
+    "tests/scaler/test_faults.py",
+    "tests/fast_path/test_surge_state_machine.py",
+    "tests/project/test_readme.py",
+    "tests/fast_path/test_instrument_construct.py",
+    "tests/table/test_adoption.py",
+    "tests/common/test_least_privilege.py",
 )
 
 
@@ -128,28 +127,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     workers', once they are done), with the assemblies the session's Apps wrote there."""
     if SESSION_CDK_TMPDIR is not None:
         shutil.rmtree(SESSION_CDK_TMPDIR, ignore_errors=True)
-
-
-PAIR = "pair"
-"""An ensemble of two of the plausible ensemble's settings (its first two), for the tests of
-advise's and tune's plumbing (which table fails, where a table is read, the report's files,
-the output's form), whatever the ensemble: each table runs every policy under 2 settings
-instead of 8."""
-
-
-@pytest.fixture
-def pair(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """`PAIR` named beside the plausible ensemble, in each of the ensemble's tables, for this
-    test; the options that choose it."""
-    for table in (
-        ensemble.ENSEMBLES,
-        ensemble.HOT_KEY_SPREAD,
-        ensemble.FAST_PATH_SPREAD,
-        ensemble.WARM_SPREAD,
-        ensemble.STREAM_SPREAD,
-    ):
-        monkeypatch.setitem(table, PAIR, table["plausible"][:2])
-    return ["--ensemble", PAIR]
 
 
 @pytest.fixture

@@ -205,7 +205,7 @@ synthesizing is the functions' (`FUNCTION_PYTHON`; `assets.write_bytecode`): Lam
 ``/var/task`` is read-only, so without it a cold start compiles every module it imports.
 The scaler's tick, its largest module: its bytecode saves each of the scaler's cold starts
 some 10 ms of compiling (``benchmarks/handler_import.py``), and fits the scaler asset's
-size (``tests/test_assets.py``)."""
+size (``tests/common/test_assets.py``)."""
 
 
 def compiled_modules(python: tuple[int, int] | None = None) -> frozenset[str]:

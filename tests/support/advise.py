@@ -50,7 +50,7 @@ def moto_client(aws_env: dict[str, str], service: str, region: str = REGION) -> 
 
 
 def two_settings(trace: Trace) -> list[ModelParams]:
-    """The `pair` ensemble's settings (tests/conftest.py) for ``trace``, as a Setup's ``settings_of`` (at module level: a
+    """The `pair` ensemble's settings (tests/simulator/conftest.py) for ``trace``, as a Setup's ``settings_of`` (at module level: a
     process of the pool is given it)."""
     return settings_of("plausible", ModelParams(), trace)[:2]
 

@@ -11,7 +11,7 @@ by tests/conftest.py before any test module is imported):
 
 A test that sets its own ``@settings`` inherits everything but what it names: it names
 its example count through :func:`examples` (scaled by the profile) and never
-``derandomize`` or ``database`` (tests/test_hypothesis_profiles.py checks it).
+``derandomize`` or ``database`` (tests/project/test_hypothesis_profiles.py checks it).
 """
 
 from __future__ import annotations

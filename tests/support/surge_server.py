@@ -24,7 +24,7 @@ from ddb_capacity_runtime.requests.broker import BrokerConfig
 from tests.support.moto_world import World
 
 #: No cap and no budget: the rule's own bounds (the limits and the target's max) alone. The
-#: default cap and budget have tests of their own (tests/test_surge_bounds.py).
+#: default cap and budget have tests of their own (tests/fast_path/test_surge_bounds.py).
 SETTINGS = SurgeSettings(scale=None, budget=UNBOUNDED)
 
 

@@ -1,5 +1,5 @@
 """The README is a short entry point whose quick start is real: it is run as written and
-synthesizes. The guides' examples are checked in tests/test_docs.py."""
+synthesizes. The guides' examples are checked in tests/project/test_docs.py."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The signals function's surge decision as pure functions of plain data (no AWS, no
 store, no clock): the first look that says whether to take a dimension's lease, and the
 plan of what to write under it. The same decisions against real parts are in
-tests/test_surge_server.py and tests/test_surge_bounds.py."""
+tests/fast_path/test_surge_server.py and tests/fast_path/test_surge_bounds.py."""
 
 from __future__ import annotations
 

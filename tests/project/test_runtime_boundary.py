@@ -44,7 +44,7 @@ def test_runtime_imports_only_stdlib_and_boto3() -> None:
     for path in files:
         # the start-up hook is a top-level module (sitecustomize): it names the package
         ok = allowed | {"ddb_capacity_runtime"} if path.parent.name == "bootstrap" else allowed
-        if path.parent == PACKAGE / "schedule":  # build time only: tests/test_assets.py
+        if path.parent == PACKAGE / "schedule":  # build time only: tests/common/test_assets.py
             ok = allowed | {"cronsim"}
         offenders += [
             f"{path.relative_to(PACKAGE)}: {n}" for n in _imports(path) if n.split(".")[0] not in ok

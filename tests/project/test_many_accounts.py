@@ -2,7 +2,7 @@
 Region, each account's scaler alarming on its own topic; bad settings refused at the door,
 the five cdk-nag packs clean, cfn-lint clean. The app is synthesized once, in-process
 (real aws-cdk-lib, real cdk-nag); the CDK CLI would add a Node start-up and write the same
-cloud assembly, which tests/test_examples.py already checks it does."""
+cloud assembly, which tests/project/test_examples.py already checks it does."""
 
 from __future__ import annotations
 

@@ -119,7 +119,7 @@ def test_every_template_is_as_kept(templates: dict[str, dict[str, Any]]) -> None
     }
     assert changed == {}, (
         "templates moved; if that is meant, run UPDATE_TEMPLATE_SNAPSHOTS=1 .venv/bin/pytest "
-        "tests/test_template_snapshots.py and review the diff"
+        "tests/common/test_template_snapshots.py and review the diff"
     )
 
 

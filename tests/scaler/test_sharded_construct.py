@@ -1,6 +1,6 @@
 """ThrottleAwareScaler(sharded=True) as a template: the batch queue, the batch function and
 its event source, what each role may do, the alarms, and the props' errors. The examples'
-app (tests/test_examples.py) runs it under cdk-nag, checkov and cfn-lint."""
+app (tests/project/test_examples.py) runs it under cdk-nag, checkov and cfn-lint."""
 
 from __future__ import annotations
 
