@@ -1,11 +1,13 @@
 """The test suite's own shape: no test module imports another (what several features' tests
 share lives in tests/support/, or in a conftest.py if it is a fixture), so a test module can
-move to its feature's folder without breaking another's imports."""
+move to its feature's folder without breaking another's imports; and the modules the xdist
+scheduler names (tests/conftest.py) are where it looks for them."""
 
 from __future__ import annotations
 
 import ast
 
+from tests.conftest import ASSEMBLY_MODULES, LONGEST_FIRST
 from tests.support.shape import ROOT
 
 TESTS = ROOT / "tests"
@@ -64,3 +66,12 @@ def test_the_finder_sees_every_form_of_import_of_a_test_module() -> None:
         "tests.scaler.test_e",
         "tests.test_f",
     ]
+
+
+def test_the_modules_the_scheduler_names_exist() -> None:
+    # the units handed out first are test modules by path (or the assembly's unit), and each
+    # module of the assembly's unit is one test module, by name
+    assert [u for u in LONGEST_FIRST if u != "cli_assembly" and not (ROOT / u).is_file()] == []
+    assert {name: len(list(TESTS.rglob(name))) for name in ASSEMBLY_MODULES} == dict.fromkeys(
+        ASSEMBLY_MODULES, 1
+    )
