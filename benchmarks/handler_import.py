@@ -67,7 +67,7 @@ PACKAGE = Path(ddb_capacity_runtime.__file__).resolve().parent
 BOTO_SITE = Path(boto3.__file__).resolve().parents[1]
 
 #: The most the median of ``boto3 + handler`` (wall clock) may be for the scaler's
-#: handler: what its asset's size budget (``tests/test_assets.py``) protects.
+#: handler: what its asset's size budget (``tests/common/test_assets.py``) protects.
 GOAL_MS = 150
 
 #: One run, in a fresh interpreter: argv is the asset folder, boto3's folder, the handler.

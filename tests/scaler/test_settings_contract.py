@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, date, datetime
+from pathlib import Path
 
 import aws_cdk as cdk
 import pytest
