@@ -198,7 +198,8 @@ class CapacityRequestsProps:
     tables: Sequence[dynamodb.ITable | TableCapacity]
     """The tables workers may request capacity on (``ProvisionedTable`` or any ``ITable``), as
     a list; at least one. The indexes of a ``ProvisionedTable`` are allowed too; allow an
-    index of another table with [`allow_index`][]."""
+    index of another table with
+    [`allow_index`][constructs_pkg.requests.CapacityRequests.allow_index]."""
 
     restore_every: Duration | None = DEFAULT_RESTORE_EVERY
     """How often a scheduled Lambda (the restorer) asks the broker to end expired holds on
@@ -295,8 +296,9 @@ class CapacityRequests(Construct):
         fast_path: FastPath | None = CapacityRequestsProps.fast_path,
         table_quota: int = CapacityRequestsProps.table_quota,
         alarm_options: Mapping[str, AlarmOptions] | None = CapacityRequestsProps.alarm_options,
-        function_options: Mapping[str, FunctionOptions]
-        | None = CapacityRequestsProps.function_options,
+        function_options: Mapping[str, FunctionOptions] | None = (
+            CapacityRequestsProps.function_options
+        ),
     ) -> None:
         super().__init__(scope, id)
         self._where = f"CapacityRequests {self.node.path}"
@@ -310,12 +312,7 @@ class CapacityRequests(Construct):
         checks.check_restore_every(self._where, restore_every)
         surge = check_fast_path(self._where, fast_path, max_units, hold_minutes)
         stream = check_stream_signal(self._where, fast_path.stream) if fast_path else None
-        self.environment = {
-            MAX_UNITS_ENV: str(max_units),
-            MAX_HOLD_ENV: str(hold_minutes),
-            MAX_TOTAL_UNITS_ENV: str(total),
-            TABLE_QUOTA_ENV: str(self.table_quota),
-        }
+        self.environment = self._limits(max_units, hold_minutes, total)
         self._configure_tables(tables)
         self.alarm_topic = chosen_alarm_topic(self, self._where, alarm_topic, None)
         self._alarm_set = AlarmSet(
@@ -325,18 +322,7 @@ class CapacityRequests(Construct):
         """The hold store: holds and their leases, written with conditional writes (and, once a
         scaler is connected, the scaler's state too)."""
         self.environment[STORE_ENV] = self.hold_store.table_name
-        self._served = Served(
-            scope=self,
-            where=self._where,
-            tables=self.tables,
-            indexes=self._indexes,
-            hold_store=self.hold_store,
-            functions=self._functions,
-            alarms=self._alarm_set,
-            metric=self.metric,
-            acknowledge=self._acknowledge,
-        )
-        Aspects.of(self).add(checks.HoldReaders(self._served))
+        self._served = self._serve()
         self.broker, self.broker_policy = self._render_broker(broker_concurrency)
         """The broker: the one function workers may invoke to request capacity."""
         broker_alarms(self._served, self.broker)
@@ -350,15 +336,7 @@ class CapacityRequests(Construct):
         """The signals function's policy (None without ``fast_path``)."""
         self.stream_reader = parts.stream_reader if parts else None
         """The stream reader (None without ``FastPath(stream=...)``)."""
-        made = {
-            "Broker": self.broker,
-            "Restorer": self.restorer,
-            "Signals": self.signals,
-            "StreamReader": self.stream_reader,
-        }
-        checks.unused_options(
-            self._where, made, fast_path, self._alarm_set.unused(), function_options
-        )
+        self._refuse_unused(fast_path, function_options)
         self.node.add_validation(Checked(self._validate))
 
     # ------------------------------------------------------------------ checks at synth
@@ -395,6 +373,45 @@ class CapacityRequests(Construct):
         )
 
     # ------------------------------------------------------------------ construction
+
+    def _limits(self, max_units: int, hold_minutes: int, total: int) -> dict[str, str]:
+        """The functions' environment of its limits (the hold store's name is added once it
+        is made)."""
+        return {
+            MAX_UNITS_ENV: str(max_units),
+            MAX_HOLD_ENV: str(hold_minutes),
+            MAX_TOTAL_UNITS_ENV: str(total),
+            TABLE_QUOTA_ENV: str(self.table_quota),
+        }
+
+    def _serve(self) -> Served:
+        """What its fast path and its alarms are made of (`Served`), once its hold store is
+        made; the aspect that has the settle steps of the tables it serves read its holds."""
+        served = Served(
+            scope=self,
+            where=self._where,
+            tables=self.tables,
+            indexes=self._indexes,
+            hold_store=self.hold_store,
+            functions=self._functions,
+            alarms=self._alarm_set,
+            metric=self.metric,
+            acknowledge=self._acknowledge,
+        )
+        Aspects.of(self).add(checks.HoldReaders(served))
+        return served
+
+    def _refuse_unused(self, fast_path: FastPath | None, function_options: object) -> None:
+        """Options for an alarm or a function these props never make, refused."""
+        made = {
+            "Broker": self.broker,
+            "Restorer": self.restorer,
+            "Signals": self.signals,
+            "StreamReader": self.stream_reader,
+        }
+        checks.unused_options(
+            self._where, made, fast_path, self._alarm_set.unused(), function_options
+        )
 
     def _render_hold_store(self) -> dynamodb.Table:
         """The hold store, which each table's settle step reads (never lowering it below

@@ -61,7 +61,7 @@ from ._grants import ScalerGrants
 from ._overrides import ScalerOverrides
 from ._scaler_alarms import NAMESPACE as NAMESPACE
 from ._scaler_alarms import AlarmedScaler, ScalerAlarms
-from ._scaler_props import ScalerProps
+from ._scaler_props import ScalerProps, ScalerTables
 
 TIMEOUT = Duration.minutes(3)
 """Sized from benchmarks/scaler_tick.py: 1,000 tables x 2 GSIs is ~1,040 AWS calls a tick."""
@@ -158,9 +158,7 @@ class ThrottleAwareScaler(Construct):
         scope: Construct,
         id: str,
         *,
-        tables: Sequence[
-            dynamodb.ITable | TableCapacity | ReplicaSource | Replica
-        ] = ScalerProps.tables,
+        tables: ScalerTables = ScalerProps.tables,
         tag_key: str | None = ScalerProps.tag_key,
         tag_value: str = ScalerProps.tag_value,
         overrides: Mapping[str, Mapping[str, Any]] | None = ScalerProps.overrides,
@@ -187,9 +185,8 @@ class ThrottleAwareScaler(Construct):
         super().__init__(scope, id)
         self._where = f"ThrottleAwareScaler {self.node.path}"
         self._alarm_options = checked_alarm_options(self._where, ALARM_IDS, alarm_options)
-        self._function_config = function_configs(self._where, function_options, FUNCTION_DEFAULTS)[
-            "Scaler"
-        ]
+        configs = function_configs(self._where, function_options, FUNCTION_DEFAULTS)
+        self._function_config = configs["Scaler"]
         self.table_quota = check_table_quota(self._where, table_quota)
         tick_minutes = checks.tick_minutes(self._where, tick, mode, updating_for_ticks)
         self.tag_key = checks.checked_tag_key(self._where, tag_key)
@@ -208,9 +205,8 @@ class ThrottleAwareScaler(Construct):
         """Whether it decides and logs only, changing nothing (``dry_run``)."""
         self._render_function(settings, sharded and concurrency)
         self._grants = ScalerGrants(self.policy, self.tag_key, tag_value)
-        self._alarm_parts = ScalerAlarms(
-            self._alarmed(), pinned_at_max_for, updating_for_ticks, settings
-        )
+        alarmed = self._alarmed()
+        self._alarm_parts = ScalerAlarms(alarmed, pinned_at_max_for, updating_for_ticks, settings)
         for table in table_list(self._where, tables):
             self.add_table(table)
         self._overrides.configure(overrides or {}, self._tables)

@@ -52,12 +52,16 @@ DEFAULT_HOT_KEY_FOR = Duration.minutes(10)
 default (one tick where the tick is longer)."""
 
 
+ScalerTables = Sequence["dynamodb.ITable | TableCapacity | ReplicaSource | Replica"]
+"""What a scaler's ``tables`` lists."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class ScalerProps:
     """`ThrottleAwareScaler`'s props, each with its default: the keyword arguments of
     `ThrottleAwareScaler`, which takes them as they are (and checks them)."""
 
-    tables: Sequence[dynamodb.ITable | TableCapacity | ReplicaSource | Replica] = ()
+    tables: ScalerTables = ()
     """Tables to manage explicitly (``ProvisionedTable`` or any ``ITable``), as a list.
     Default: none."""
 

@@ -1,10 +1,11 @@
 """Runs in: workstation (`python -m ddb_capacity_tools.settings_table`; `make settings-table`).
 
 The docs' table of the scaler's settings, made from the settings contract
-(`ddb_capacity_runtime.core.settings.SETTINGS`): one row a variable, with its default, what
-it allows, its unit and what it does. ``python -m ddb_capacity_tools.settings_table`` writes
-it into the page between its markers (`PAGE`); with ``--check`` it writes nothing and fails
-when the page's table is not the one the contract makes.
+(`ddb_capacity_runtime.core.settings.SETTINGS`, its words from `core.setting_words.WORDS`):
+one row a variable, with its default, what it allows, its unit and what it does.
+``python -m ddb_capacity_tools.settings_table`` writes it into the page between its markers
+(`PAGE`); with ``--check`` it writes nothing and fails when the page's table is not the one
+the contract makes.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ddb_capacity_runtime.core.setting_values import FLAG_FALSE, FLAG_TRUE
+from ddb_capacity_runtime.core.setting_words import WORDS
 from ddb_capacity_runtime.core.settings import (
     DEFAULT_TICK_MINUTES,
     MODES,
@@ -69,7 +71,7 @@ def allowed_text(setting: Setting) -> str:
         Kind.NAME: "a name (empty: the default)",
         Kind.DATE: "a date as YYYY-MM-DD (empty: none)",
     }
-    text = setting.allowed or words.get(setting.kind, "")
+    text = WORDS[setting.key].allowed or words.get(setting.kind, "")
     if setting.step != 1:
         text = f"a multiple of {number(setting.step)} {span}"
     for order in ORDERS:
@@ -85,7 +87,8 @@ def allowed_text(setting: Setting) -> str:
 def settings_table() -> str:
     """The docs' table of every setting, in the contract's order."""
     rows = [
-        f"| `{s.name}` | {default_text(s)} | {allowed_text(s)} | {s.unit} | {s.doc} |"
+        f"| `{s.name}` | {default_text(s)} | {allowed_text(s)} | {WORDS[s.key].unit} "
+        f"| {WORDS[s.key].doc} |"
         for s in SETTINGS
     ]
     note = (

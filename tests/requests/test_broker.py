@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from ddb_capacity_runtime.core.holds import new_token
+from ddb_capacity_runtime.core.hold_requests import new_token
 from ddb_capacity_runtime.requests import (
     CapacityHold,
     CapacityRequestError,

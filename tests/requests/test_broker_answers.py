@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from ddb_capacity_runtime.core.holds import Hold, new_token, token_digest
+from ddb_capacity_runtime.core.hold_requests import new_token
+from ddb_capacity_runtime.core.holds import Hold, token_digest
 from ddb_capacity_runtime.requests import (
     CapacityRequestError,
     CapacityRequestFailed,

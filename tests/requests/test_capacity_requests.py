@@ -24,7 +24,8 @@ from botocore.exceptions import ClientError
 from ddb_capacity_runtime.aws.clients import Clients
 from ddb_capacity_runtime.aws.store import CLOCK_SKEW, LEASE, HoldLimits, HoldStore
 from ddb_capacity_runtime.core.errors import HoldStoreMissing
-from ddb_capacity_runtime.core.holds import level, new_token
+from ddb_capacity_runtime.core.hold_requests import new_token
+from ddb_capacity_runtime.core.holds import level
 from ddb_capacity_runtime.events import event_fields
 from ddb_capacity_runtime.requests import (
     CapacityRequestError,

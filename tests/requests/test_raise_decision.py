@@ -1,6 +1,6 @@
 """The broker's and the tick's decisions as pure functions of plain data, taken before
 anything is written: how a dimension is raised to what its holds ask
-(`core.holds.held_raise`, which a capacity request and a surge both write), and a tick's
+(`core.hold_requests.held_raise`, which a capacity request and a surge both write), and a tick's
 table with this hour's plans (`core.forecast.with_plans`), on which it decides before
 it keeps them in the state store."""
 
@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from ddb_capacity_runtime.core.decreases import DecreaseLedger
 from ddb_capacity_runtime.core.floorplan import FloorPlan
 from ddb_capacity_runtime.core.forecast import with_plans
-from ddb_capacity_runtime.core.holds import HeldDimension, HeldRaise, Hold, held_raise, lift
+from ddb_capacity_runtime.core.hold_requests import HeldRaise, held_raise
+from ddb_capacity_runtime.core.holds import HeldDimension, Hold, lift
 from ddb_capacity_runtime.core.table_limits import Limits
 from ddb_capacity_runtime.core.tables import Dimension, ManagedTable
 from tests.support.hypothesis_profiles import examples

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from ddb_capacity_runtime.aws.hold_table import Context
-from ddb_capacity_runtime.core.holds import DEFAULT_TIMEOUT, Hold, new_token, token_digest
+from ddb_capacity_runtime.core.hold_requests import DEFAULT_TIMEOUT, new_token
+from ddb_capacity_runtime.core.holds import Hold, token_digest
 from ddb_capacity_runtime.requests import (
     CapacityHold,
     CapacityRequestError,

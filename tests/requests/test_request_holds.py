@@ -27,13 +27,8 @@ import pytest
 from botocore.exceptions import ClientError
 
 from ddb_capacity_runtime.aws.store import MAX_HOLDS, MAX_PLAN_CHARS, RECENT_INTENTS
-from ddb_capacity_runtime.core.holds import (
-    MAX_HOLD,
-    HeldDimension,
-    Hold,
-    new_token,
-    token_digest,
-)
+from ddb_capacity_runtime.core.hold_requests import new_token
+from ddb_capacity_runtime.core.holds import MAX_HOLD, HeldDimension, Hold, token_digest
 from ddb_capacity_runtime.core.names import MAX_TABLE_QUOTA
 from ddb_capacity_runtime.requests import (
     CapacityRequestError,

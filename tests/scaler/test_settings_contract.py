@@ -254,3 +254,12 @@ def test_a_page_without_the_markers_is_refused(tmp_path: Path) -> None:
     page.write_text(f"# Settings\n\n{settings_table.END}\n{settings_table.BEGIN}\n")
     with pytest.raises(ValueError, match="must hold"):
         settings_table.main(["--check", "--page", str(page)])
+
+
+def test_every_setting_has_its_words_and_no_other() -> None:
+    """The docs' words of the settings (`core.setting_words`, kept out of the functions'
+    assets) name each setting of the contract once, and no other."""
+    from ddb_capacity_runtime.core.setting_words import WORDS
+
+    assert sorted(WORDS) == sorted(s.key for s in SETTINGS)
+    assert all(words.doc for words in WORDS.values())

@@ -22,8 +22,8 @@ import pytest
 from botocore.stub import Stubber
 
 from constructs_pkg.table._table import _SETTLE_DEFAULTS
-from ddb_capacity_runtime.aws.clients import (
-    call_bound,
+from ddb_capacity_runtime.aws.clients import call_bound
+from ddb_capacity_runtime.aws.settle_clients import (
     settle_autoscaling_client,
     settle_cloudwatch_client,
     settle_store_client,

@@ -13,8 +13,8 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from ddb_capacity_runtime.aws.clients import (
-    call_bound,
+from ddb_capacity_runtime.aws.clients import call_bound
+from ddb_capacity_runtime.aws.settle_clients import (
     settle_autoscaling_client,
     settle_cloudwatch_client,
 )

@@ -27,7 +27,7 @@ from botocore.compat import HTTPHeaders
 from botocore.config import Config
 from botocore.stub import Stubber
 
-from ddb_capacity_runtime.aws.clients import settle_autoscaling_client, settle_store_client
+from ddb_capacity_runtime.aws.settle_clients import settle_autoscaling_client, settle_store_client
 from ddb_capacity_runtime.settle.handler import is_complete
 from ddb_capacity_runtime.settle.settle_plan import FINISH_S
 from ddb_capacity_tools import local_aws

@@ -3,11 +3,9 @@ Lambda, workers (the user's own jobs, in direct mode), CDK app (synth: the names
 through `requests.broker`).
 
 The capacity requests' Embedded Metric Format counts, in the broker's namespace
-(``Refused``, ``TimedOut``, ``HoldsDropped``, ``HoldsBusy``, and ``RaisesWithinWarm``: the
-dimensions a request or a surge raised within their warm throughput, so the raise landed at
-once), and `malformed_dropped`, which every write that leaves a dimension's malformed holds
-out calls. Below the functions' packages: the scaler's tick counts the holds it drops
-without importing `requests`.
+(``Refused``, ``TimedOut``, ``HoldsDropped``, ``HoldsBusy``; a raise's are
+`raise_counts`'). Below the functions' packages: the scaler's tick counts the holds it
+drops without importing `requests`.
 """
 
 from __future__ import annotations
@@ -32,15 +30,6 @@ def count(metric: str, value: int = 1) -> None:
     of the function's store (`metrics_store`)."""
     record = emf_record(NAMESPACE, {metric: value}, time.time(), store=metrics_store(), unit=None)
     emit_metrics(record)
-
-
-def count_within_warm(changes: Iterable[Mapping[str, Any]]) -> None:
-    """``RaisesWithinWarm``: the dimensions among ``changes`` (result rows) raised within
-    their warm throughput, each once (its scalable target's row and the table's row are
-    one raise); nothing is sent when there is none."""
-    warm = {(c.get("index"), c.get("dimension")) for c in changes if c.get("within_warm")}
-    if warm:
-        count("RaisesWithinWarm", len(warm))
 
 
 def dropped(rows: Iterable[Mapping[str, Any]], *, in_lambda_only: bool = False) -> None:
@@ -71,28 +60,6 @@ def busy(rows: Iterable[Mapping[str, Any]]) -> None:
     if kept:
         log_event("holds-busy", level=logging.WARNING, busy=kept)
         count("HoldsBusy", len(kept))
-
-
-def malformed_dropped(state: HeldDimension | None, by: str) -> None:
-    """Tell the malformed holds of ``state`` (read under its lease) that the write ``by``
-    makes next leaves out (a hold outside the hold store's bounds is never a level, and
-    goes): logged (``holds-dropped``, a warning) and, in a Lambda function, counted as
-    ``HoldsDropped``, which ``CapacityRequests`` alarms on whichever of the library's
-    functions sends it. In a process of the user's (direct mode) the log alone: an EMF
-    line there is no metric, and would mix with the program's own output."""
-    if state is None or not state.malformed:
-        return
-    log_event(
-        "holds-dropped",
-        level=logging.WARNING,
-        table=state.table,
-        index=state.index,
-        dimension=state.dimension,
-        malformed=malformed_ids(state),
-        count=len(state.malformed),
-        by=by,
-    )
-    count_in_lambda(NAMESPACE, "HoldsDropped", store=metrics_store())
 
 
 SHOWN_MALFORMED = 10

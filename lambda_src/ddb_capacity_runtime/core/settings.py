@@ -80,14 +80,6 @@ class Setting:
     hi: float = 0
     step: int = 1
     """a whole number is a multiple of this (reserved units: whole hundreds)"""
-    unit: str = ""
-    """what a number counts (minutes, percent, capacity units); empty: not a number"""
-    allowed: str = ""
-    """what a TEXT, OPTIONAL or JSON variable may hold, in words (every other kind's is said
-    from its kind and range)"""
-    doc: str = ""
-    """what the setting does, in one line (the docs' settings table is made of these rows:
-    ``ddb_capacity_tools.settings_table``)"""
 
     @property
     def range(self) -> tuple[float, float]:
@@ -149,9 +141,6 @@ SETTINGS: tuple[Setting, ...] = (
         Kind.OPTIONAL,
         None,
         lambda c: c.tag_key,
-        allowed="a tag key (empty: none)",
-        doc="the tag key of tag discovery (none: no discovery); this or `SCALER_TABLES` must "
-        "be set",
     ),
     Setting(
         "SCALER_TAG_VALUE",
@@ -159,8 +148,6 @@ SETTINGS: tuple[Setting, ...] = (
         Kind.TEXT,
         "true",
         lambda c: c.tag_value,
-        allowed="any text",
-        doc="the value of that tag a table must carry to be discovered",
     ),
     Setting(
         "SCALER_DRY_RUN",
@@ -168,7 +155,6 @@ SETTINGS: tuple[Setting, ...] = (
         Kind.FLAG,
         False,
         lambda c: c.dry_run,
-        doc="decide and log, change nothing",
     ),
     Setting(
         "SCALER_TICK_MINUTES",
@@ -178,8 +164,6 @@ SETTINGS: tuple[Setting, ...] = (
         lambda c: c.tick_minutes,
         1,
         60,
-        unit="minutes",
-        doc="minutes between ticks; one default for the Lambda, the construct and the simulator",
     ),
     Setting(
         "SCALER_MODE",
@@ -187,8 +171,6 @@ SETTINGS: tuple[Setting, ...] = (
         Kind.MODE,
         Mode.AUTOPILOT,
         lambda c: c.mode,
-        doc="`autopilot` (see [Autopilot](autopilot.md)) or `reactive` (the scaling policy "
-        "alone: raises for any throttle since the last raise, slow decreases, no forecast)",
     ),
     Setting(
         "SCALER_SCALE_DOWN_TICKS",
@@ -198,9 +180,6 @@ SETTINGS: tuple[Setting, ...] = (
         lambda c: c.policy.scale_down_minutes // c.tick_minutes,
         1,
         24,
-        unit="ticks",
-        doc=f"ticks of low consumption a decrease needs (reactive: {SCALE_DOWN_MINUTES} "
-        "minutes, rounded up to whole ticks)",
     ),
     Setting(
         "SCALER_METRICS_NAMESPACE",
@@ -208,7 +187,6 @@ SETTINGS: tuple[Setting, ...] = (
         Kind.NAME,
         "DynamoDBCapacity",
         lambda c: c.namespace,
-        doc="the namespace of the scaler's own metrics",
     ),
     Setting(
         "SCALER_TABLES",
@@ -216,7 +194,6 @@ SETTINGS: tuple[Setting, ...] = (
         Kind.NAMES,
         (),
         lambda c: c.tables,
-        doc="the tables managed explicitly",
     ),
     Setting(
         "SCALER_OVERRIDES",
@@ -224,9 +201,6 @@ SETTINGS: tuple[Setting, ...] = (
         Kind.JSON,
         {},
         lambda c: c.overrides,
-        allowed="a JSON object of table name to `min`, `max`, `target`, `read`, `write`",
-        doc='per-table limits, e.g. `{"orders": {"min": 5, "max": 900, "target": 60, '
-        '"write": {"min": 20}}}`; they win over the table\'s tags',
     ),
     Setting(
         "SCALER_OWNED_TARGETS",
@@ -234,12 +208,6 @@ SETTINGS: tuple[Setting, ...] = (
         Kind.JSON,
         {},
         lambda c: c.owned_targets,
-        allowed="a JSON object of table name to `read`, `write` (target values, 20 to 90) and "
-        "`indexes` (index name to `read`, `write`); autopilot mode only",
-        doc="the target-tracking policies whose target value the autopilot owns, and the "
-        "value it sets back when no plan is in force ([Owning the target "
-        "value](autopilot.md#owning-the-target-value)); `ThrottleAwareScaler(own_target=True)` "
-        "writes it",
     ),
     Setting(
         "SCALER_REPLICAS",
@@ -247,12 +215,6 @@ SETTINGS: tuple[Setting, ...] = (
         Kind.JSON,
         {},
         lambda c: c.replicas,
-        allowed=f"a JSON object of table name to `regions`: a list of up to "
-        f"{MAX_REPLICA_REGIONS} distinct Region names",
-        doc="a global table's replica managed here, and its other replicas' Regions, whose "
-        "write metrics its writes are decided on too ([Global "
-        "tables](global-tables.md#the-throttle-aware-scaler)); `ThrottleAwareScaler` writes it "
-        "for a replica it manages",
     ),
     Setting(
         "SCALER_TUNED_TARGETS",
@@ -260,9 +222,6 @@ SETTINGS: tuple[Setting, ...] = (
         Kind.FLAG,
         False,
         lambda c: c.tuned_targets,
-        doc="an owned dimension aims at the target value the [nightly "
-        "tuning](nightly-tuning.md) loop keeps for it in the state store (`tuned`), where "
-        "there is one, in place of its configured one; `NightlyTuning` writes it",
     ),
     Setting(
         "SCALER_TUNED_ALLOWED",
@@ -272,10 +231,6 @@ SETTINGS: tuple[Setting, ...] = (
         lambda c: c.tuned_allowed,
         20,
         90,
-        unit="percent",
-        doc="the target values the nightly tuning loop may set (its `allowed_targets`; none: "
-        "any from 20 to 90): a tuned value outside them is refused, and the dimension aims at "
-        "its configured one; `NightlyTuning` writes it",
     ),
     Setting(
         TABLE_QUOTA_ENV,
@@ -285,10 +240,6 @@ SETTINGS: tuple[Setting, ...] = (
         lambda c: c.table_quota,
         1,
         MAX_TABLE_QUOTA,
-        unit="capacity units",
-        doc="the account's per-table quota: the largest capacity read, remembered or set "
-        "(`table_quota` of the constructs; [The largest "
-        "capacity](../operations/state-store.md#the-largest-capacity))",
     ),
     Setting(
         "SCALER_DEFAULT_MIN",
@@ -298,8 +249,6 @@ SETTINGS: tuple[Setting, ...] = (
         lambda c: c.default_min,
         1,
         MAX_TABLE_QUOTA,
-        unit="capacity units",
-        doc="the least capacity of a dimension without a scalable target",
     ),
     Setting(
         "SCALER_DEFAULT_MAX",
@@ -309,8 +258,6 @@ SETTINGS: tuple[Setting, ...] = (
         lambda c: c.default_max,
         1,
         MAX_TABLE_QUOTA,
-        unit="capacity units",
-        doc="the most capacity of a dimension without a scalable target",
     ),
     Setting(
         "SCALER_TARGET_PERCENT",
@@ -320,8 +267,6 @@ SETTINGS: tuple[Setting, ...] = (
         PolicyField("target_utilization", 100),
         20,
         90,
-        unit="percent",
-        doc="the target utilization",
     ),
     Setting(
         "SCALER_BUFFER_PERCENT",
@@ -331,8 +276,6 @@ SETTINGS: tuple[Setting, ...] = (
         PolicyField("buffer", 100),
         0,
         70,
-        unit="percent",
-        doc="a decrease needs consumption below the target less this",
     ),
     Setting(
         "SCALER_HYSTERESIS_MINUTES",
@@ -342,8 +285,6 @@ SETTINGS: tuple[Setting, ...] = (
         lambda c: c.policy.hysteresis.total_seconds() // 60,
         0,
         1440,
-        unit="minutes",
-        doc="no decrease this soon after an increase",
     ),
     Setting(
         "SCALER_MIN_STEP_PERCENT",
@@ -353,8 +294,6 @@ SETTINGS: tuple[Setting, ...] = (
         PolicyField("min_step_fraction", 100),
         0,
         1000,
-        unit="percent",
-        doc="the smallest raise while throttled, of the capacity",
     ),
     Setting(
         "SCALER_MIN_STEP_UNITS",
@@ -364,8 +303,6 @@ SETTINGS: tuple[Setting, ...] = (
         PolicyField("min_step_units"),
         1,
         MAX_TABLE_QUOTA,
-        unit="capacity units",
-        doc="the smallest raise while throttled, in units",
     ),
     Setting(
         "SCALER_UNITS_PER_THROTTLED_REQUEST",
@@ -375,8 +312,6 @@ SETTINGS: tuple[Setting, ...] = (
         PolicyField("units_per_throttled_request"),
         0.5,
         400,
-        unit="capacity units",
-        doc="the capacity units a refused request would have used",
     ),
     Setting(
         "SCALER_MIN_SAVING_PERCENT",
@@ -386,8 +321,6 @@ SETTINGS: tuple[Setting, ...] = (
         PolicyField("min_saving_fraction", 100),
         0,
         100,
-        unit="percent",
-        doc="a decrease must save at least this",
     ),
     Setting(
         "SCALER_RESERVE_DECREASES",
@@ -397,8 +330,6 @@ SETTINGS: tuple[Setting, ...] = (
         PolicyField("reserve_decreases"),
         0,
         27,
-        unit="decreases",
-        doc="decreases kept for the rest of the day",
     ),
     Setting(
         "SCALER_LARGE_SAVING_PERCENT",
@@ -408,8 +339,6 @@ SETTINGS: tuple[Setting, ...] = (
         PolicyField("large_saving_fraction", 100),
         0,
         100,
-        unit="percent",
-        doc="the saving that may spend the decreases kept",
     ),
     Setting(
         "SCALER_WINDOW_MINUTES",
@@ -419,8 +348,6 @@ SETTINGS: tuple[Setting, ...] = (
         lambda c: c.window_minutes,
         1,
         60,
-        unit="minutes",
-        doc="the minutes of metrics a tick decides on",
     ),
     Setting(
         "SCALER_METRIC_LAG_MINUTES",
@@ -430,9 +357,6 @@ SETTINGS: tuple[Setting, ...] = (
         lambda c: c.metric_lag_minutes,
         0,
         10,
-        unit="minutes",
-        doc="the newest minutes, which CloudWatch may not have finished: read for raises as "
-        "soon as delivered, never for decreases",
     ),
     Setting(
         "SCALER_SHARD_ABOVE_TABLES",
@@ -442,10 +366,6 @@ SETTINGS: tuple[Setting, ...] = (
         lambda c: c.shard_above_tables,
         1,
         1_000_000,
-        unit="tables",
-        doc="with a batch queue (`CAPACITY_BATCH_QUEUE_URL`, which "
-        "`ThrottleAwareScaler(sharded=True)` sets), a tick that finds more tables than this is "
-        "sent as batches ([Fleet scale](fleet-scale.md))",
     ),
     Setting(
         "SCALER_TABLES_PER_BATCH",
@@ -455,8 +375,6 @@ SETTINGS: tuple[Setting, ...] = (
         lambda c: c.tables_per_batch,
         1,
         MAX_TABLES_PER_BATCH,
-        unit="tables",
-        doc="the tables of one batch of a sharded tick",
     ),
     Setting(
         "SCALER_RESERVED_READ_UNITS",
@@ -467,10 +385,6 @@ SETTINGS: tuple[Setting, ...] = (
         0,
         MAX_RESERVED_UNITS,
         BLOCK_UNITS,
-        unit="read capacity units",
-        doc="the Region's reserved read capacity: no decrease takes the provisioned reads of "
-        "the tables the tick decides below it ([Reserved capacity](scaler.md#reserved-capacity)); "
-        "0: none",
     ),
     Setting(
         "SCALER_RESERVED_WRITE_UNITS",
@@ -481,8 +395,6 @@ SETTINGS: tuple[Setting, ...] = (
         0,
         MAX_RESERVED_UNITS,
         BLOCK_UNITS,
-        unit="write capacity units",
-        doc="the Region's reserved write capacity, as the read one; 0: none",
     ),
     Setting(
         "SCALER_READ_LEGACY_STATE_UNTIL",
@@ -490,9 +402,6 @@ SETTINGS: tuple[Setting, ...] = (
         Kind.DATE,
         None,
         lambda c: c.read_legacy_state_until,
-        doc="the last UTC day on which 0.4's state tags are read (an upgrade's window, at most "
-        f"{MAX_LEGACY_STATE_DAYS} days ahead; `ThrottleAwareScaler(read_legacy_state_until=...)` "
-        "writes it); none: they are removed unread",
     ),
 )
 """The settings contract, one row a variable, in the order the construct writes them."""

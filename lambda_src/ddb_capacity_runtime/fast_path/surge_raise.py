@@ -65,8 +65,9 @@ from typing import Any
 
 from ..aws import combiner, table_calls
 from ..aws.clients import Clients, make_clients
-from ..aws.counts import count, count_within_warm, malformed_dropped
+from ..aws.counts import count
 from ..aws.hold_table import Context, base_of, read_table
+from ..aws.raise_counts import count_within_warm, malformed_dropped
 from ..aws.store import HoldStore, Lease, open_store
 from ..core.bucket import Bucket, Drain, advance, read_bucket
 from ..core.deadline import NONE, Deadline

@@ -43,7 +43,8 @@ from datetime import timedelta
 from typing import Any
 
 from ..aws.clients import Clients
-from ..aws.counts import NAMESPACE, count, count_within_warm, dropped
+from ..aws.counts import NAMESPACE, count, dropped
+from ..aws.raise_counts import count_within_warm
 from ..aws.store import HoldStore, limits_from_env, store_name
 from ..core.errors import BrokerConfigError as BrokerConfigError
 from ..core.errors import shown

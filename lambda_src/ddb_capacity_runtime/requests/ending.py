@@ -16,8 +16,8 @@ from ..aws.clients import Clients, make_clients, regional
 from ..aws.hold_table import Context, end_holds, read_table
 from ..aws.store import HoldStore, open_store
 from ..core.errors import shown
+from ..core.hold_requests import DEFAULT_TIMEOUT
 from ..core.holds import (
-    DEFAULT_TIMEOUT,
     CapacityRequestError,
     CapacityRequestFailed,
     CapacityRequestTimeout,

@@ -16,22 +16,20 @@ from typing import Any
 
 from ..aws import actuator
 from ..aws.clients import Clients, make_clients, regional
-from ..aws.counts import dropped, malformed_dropped
+from ..aws.counts import dropped
 from ..aws.error_codes import describe_error
 from ..aws.hold_table import Context, base_of, end_holds, read_table, set_min
+from ..aws.raise_counts import malformed_dropped
 from ..aws.store import MAX_HOLDS, HoldStore, Lease, open_store, store_quota
 from ..core.errors import HoldStoreMissing, LevelUnconfirmed, shown
+from ..core.hold_requests import DEFAULT_HOLD, DEFAULT_TIMEOUT, held_raise, new_token
 from ..core.holds import (
-    DEFAULT_HOLD,
-    DEFAULT_TIMEOUT,
     CapacityRequestError,
     CapacityRequestFailed,
     CapacityRequestTimeout,
     HeldDimension,
     Hold,
-    held_raise,
     level,
-    new_token,
     token_digest,
 )
 from ..core.names import DIMENSIONS, MAX_TABLE_QUOTA, is_table_name, scope_label
@@ -441,7 +439,7 @@ def raise_held(
     """Under the dimension's lease, with ``state`` its item read under it: record
     ``recorded`` as the dimension's holds (exactly those), move the target's minimum to
     their level, and raise the table to it (the changes made go to ``done``), as
-    `core.holds.held_raise` decides on what was read. Returns the level once the table
+    `core.hold_requests.held_raise` decides on what was read. Returns the level once the table
     has it; else whether another update is in flight (True) or the raise was sent
     (False). Never lowers anything."""
     table, index, dim = managed.name, d.index, d.dimension

@@ -63,13 +63,13 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from ..aws import table_calls
-from ..aws.clients import (
+from ..aws.error_codes import error_code
+from ..aws.settle_clients import (
     dynamodb_client,
     settle_autoscaling_client,
     settle_cloudwatch_client,
     settle_store_client,
 )
-from ..aws.error_codes import error_code
 from ..core.errors import HoldsUnread, shown, shown_text, with_notes
 from ..core.errors import SettleError as SettleError
 from ..core.names import is_table_name
