@@ -110,6 +110,12 @@ explore: install
 	HOLD_RACE_TRIALS=200 HOLD_RACE_SEED=$$seed: $(VENV)/bin/pytest -q tests/requests/test_hold_races.py; \
 	third=$$?; exit $$(( first || second || third ))
 
+# The simulator's goldens (tests/simulator/goldens/), written again from this checkout's
+# simulator and core: after a deliberate change of results or decisions, say in the
+# CHANGELOG what moved and why (tests/simulator/test_sim_equivalence.py compares them)
+goldens: install
+	$(PY) -m tests.support.sim_goldens --write
+
 # The docs site, built as the tests build it (tests/project/test_docs.py); open site/index.html
 docs: install
 	$(VENV)/bin/mkdocs build --strict --site-dir site
