@@ -1,14 +1,18 @@
-"""The simulator's results and the run-time core's decisions, pinned in readable goldens
-(`tests/support/sim_goldens.py`: every result field, every recorded series and every
-decision `plan_table` made, for a few policies over a seeded 3-day noisy trace, and a table
-with a GSI, under the model before warm throughput and under the default one): a change
-that moves any result or any decision (its capacity, action or reason) fails here, showing
-the lines of the golden it changed. After a deliberate change, write them again with
-``make goldens`` and say in the CHANGELOG what moved and why (the history of the moves
-before the goldens is in the CHANGELOG and in git).
+"""The simulator's results and the run-time core's decisions, pinned in readable golden
+files (``tests/simulator/goldens/``, made by `tests.support.sim_goldens`): every
+result field, every recorded series and every decision :func:`plan_table` made, for a few
+policies over a seeded 3-day noisy trace (and a table with a GSI), under the model before
+warm throughput and under the default one, and the trace itself. Every float is held
+exactly (as ``repr`` writes it): a change that moves any result or any decision (its
+capacity, action or reason) fails here, showing the first lines that differ, where they
+are (a dimension's result and its minute, or a decision's calls and minutes), the golden's
+and the run's. When the change is meant, write the goldens again from the code and commit
+them with it (the diff shows what moved; the CHANGELOG says why)::
 
-Also: the hot dataclasses' direct initialisation, and the simulated scaler reading minutes
-without traffic as the Lambda does."""
+    .venv/bin/python -m tests.support.sim_goldens --write    # or: make goldens
+
+The other tests: the hot dataclasses' direct init, and the simulated scaler reading
+minutes without traffic as the Lambda reads them from CloudWatch."""
 
 from __future__ import annotations
 
@@ -36,30 +40,49 @@ from ddb_capacity_tools.simulator import ModelParams, policies
 from ddb_capacity_tools.simulator.model import SimulatedTable
 from ddb_capacity_tools.simulator.scenarios import START
 from ddb_capacity_tools.simulator.trace import Trace
-from tests.support import sim_goldens as goldens
+from tests.support.sim_goldens import (
+    CASES,
+    GOLDENS,
+    WRITE_COMMAND,
+    Case,
+    difference,
+    golden,
+    trace_golden,
+)
 
 
-@pytest.mark.parametrize("model", list(goldens.MODELS))
-@pytest.mark.parametrize("case", goldens.CASES, ids=lambda c: "-".join(map(str, c)))
-def test_results_and_decisions_are_the_goldens(
-    case: tuple[str, int, bool, bool], model: str
-) -> None:
-    file = goldens.GOLDENS / goldens.name(case, model)
-    got = goldens.text(goldens.record(case, goldens.MODELS[model]))
-    golden = file.read_text()
-    assert got == golden, (
-        f"{file.name} moved (make goldens writes it again):\n" + goldens.difference(golden, got)
-    )
+def _same_as_golden(name: str, made: str) -> None:
+    """Fails, showing the first differing lines, when ``made`` is not golden ``name``."""
+    path = GOLDENS / f"{name}.json"
+    if not path.exists():
+        pytest.fail(f"{path}: no golden; write the goldens with {WRITE_COMMAND}", pytrace=False)
+    found = difference(name, path.read_text(), made)
+    if found:
+        pytest.fail(found, pytrace=False)
 
 
-def test_a_moved_decision_is_shown_as_the_lines_it_changed() -> None:
-    """A golden that differs by one value fails with that line, not a digest."""
-    golden = (goldens.GOLDENS / goldens.name(goldens.CASES[1], "warm")).read_text()
-    moved = golden.replace("within target", "within the target", 1)
-    assert moved != golden
-    shown = goldens.difference(golden, moved).splitlines()
-    assert [line for line in shown if line.startswith("+") and "within the target" in line]
-    assert len(shown) < 20
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
+def test_results_and_decisions_are_the_goldens(case: Case) -> None:
+    _same_as_golden(case.name, golden(case))
+
+
+def test_the_trace_is_its_golden() -> None:
+    _same_as_golden("trace", trace_golden())
+
+
+def test_a_run_differing_from_its_golden_shows_where_and_both_values() -> None:
+    """One value changed in a golden (a throttled minute's served units): the difference
+    names the run's part and minute, and shows the golden's line and the run's."""
+    case = next(c for c in CASES if c.policy == "autopilot" and c.warm is None)
+    made = golden(case)
+    line = next(x for x in made.splitlines() if x.strip().startswith("[772, null, 5301.13"))
+    changed = line.replace("5301.13", "5301.14", 1)
+    found = difference(case.name, made.replace(line, changed, 1), made)
+    assert "differs from its golden in 1 line(s)" in found
+    assert '@@ golden line 28, run line 28: result [null, "read"] @@' in found
+    assert f"-{changed}" in found and f"+{line}" in found
+    assert found.endswith(WRITE_COMMAND)
+    assert difference(case.name, made, made) == ""
 
 
 @pytest.mark.parametrize("cls", [DimensionState, Decision, Change, Series])
