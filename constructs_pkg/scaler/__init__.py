@@ -13,13 +13,14 @@ _LAZY = {
     "ReservedCapacity": "..common._props",
     "ThrottleAwareScaler": "._scaler",
     "ScalerProps": "._scaler_props",
+    "ScalerTables": "._scaler_props",
 }
 
 if TYPE_CHECKING:
     from ..common._props import ReservedCapacity
     from ._scaler import ThrottleAwareScaler
-    from ._scaler_props import ScalerProps
+    from ._scaler_props import ScalerProps, ScalerTables
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
-__all__ = ["ReservedCapacity", "ScalerProps", "ThrottleAwareScaler"]
+__all__ = ["ReservedCapacity", "ScalerProps", "ScalerTables", "ThrottleAwareScaler"]
