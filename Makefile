@@ -3,8 +3,14 @@ SHELL := /bin/bash
 PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
-export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
-export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
+# jsii (aws-cdk-lib's Node process) supports Node 22 and 24, not 20: where the machine's
+# node is older than 22, the CDK CLI, jsii and dynalite run on the Node 22 that package.json
+# brings from the npm registry (node-linux-<cpu>, linked as node_modules/.bin/node); on a
+# machine of Node 22 or 24, on the machine's.
+MACHINE_NODE_MAJOR := $(shell node -p 'process.versions.node.split(".")[0]' 2>/dev/null)
+ifneq ($(shell [ "$(MACHINE_NODE_MAJOR)" -ge 22 ] 2>/dev/null && echo supported),supported)
+export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
+endif
 export CDK_DISABLE_CLI_TELEMETRY := true
 export NO_MKDOCS_2_WARNING := 1
 # Python keeps the bytecode of what it imports (`install` compiles nothing up front); with
