@@ -88,7 +88,7 @@ def _local_server(
 
 
 MOTO_SERVER = Path(sys.executable).parent / "moto_server"
-"""moto's server, in this Python's environment (the ``[dev]`` extra's ``moto[server]``)."""
+"""moto's server, in this Python's environment: the ``[local]`` extra (pyproject.toml)."""
 MOTO_PIN = "moto[server]>=5.1,<6"
 
 
@@ -100,7 +100,7 @@ def moto_server(account: str = ACCOUNT) -> Iterator[str]:
     if not MOTO_SERVER.exists():
         raise RuntimeError(
             f"moto's server is missing: no {MOTO_SERVER}; install it in this environment with "
-            f"`pip install '{MOTO_PIN}'` (or `pip install '.[dev]'` in a clone)"
+            f"`pip install '{MOTO_PIN}'` (the `[local]` extra: `pip install '.[local]'` in a clone)"
         )
     port = free_port()
     with _local_server(

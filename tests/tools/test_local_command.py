@@ -602,3 +602,16 @@ def test_each_stack_given_is_deployed_and_no_other(
     assert re.search(r"deployed Plain: \d+ resources", out), out
     assert re.search(r"deployed Audit: \d+ resources", out), out
     assert not re.search(r"deployed (Global|Replica|Solo)\b", out), out
+
+
+def test_the_local_extra_installs_the_moto_server_the_command_asks_for() -> None:
+    """``pip install '.[local]'`` brings what ``ddb-capacity local`` needs: the extra is the
+    pin its error names (`local_aws.MOTO_PIN`)."""
+    import tomllib
+
+    from tests.support.shape import ROOT
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    assert extras["local"] == [local_aws.MOTO_PIN]
