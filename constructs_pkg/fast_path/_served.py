@@ -22,16 +22,14 @@ from ..table._table import TableCapacity
 
 @dataclass(frozen=True)
 class Served:
-    """What a `CapacityRequests` hands its fast path and its alarms. The lists are the
-    construct's own, so a table or an index it serves later (``allow_index``) is seen."""
+    """What a `CapacityRequests` hands its fast path and its alarms. ``indexes`` is the
+    construct's own list, so an index it serves later (``allow_index``) is seen."""
 
     scope: Construct
     """The ``CapacityRequests``: the fast path's resources and the alarms are made in it
     (their construct ids, and so the template, are its own)."""
     where: str
     """``CapacityRequests <path>``, as its errors name it."""
-    tables: Sequence[dynamodb.ITable]
-    """The tables it serves."""
     indexes: Sequence[tuple[dynamodb.ITable, TableCapacity | None, Sequence[str]]]
     """Each table served, the ``TableCapacity`` it was given as (None: a plain table), and
     the GSIs allowed on it beyond that table's own."""
@@ -43,3 +41,8 @@ class Served:
     """Its functions' EMF count by name (`CapacityRequests.metric`)."""
     acknowledge: Callable[[iam.ManagedPolicy, str], Any]
     """The acknowledgements of a function's policy that reads ``reads`` with ``*``."""
+
+    @property
+    def tables(self) -> list[dynamodb.ITable]:
+        """The tables it serves, in the order given."""
+        return [table for table, _, _ in self.indexes]

@@ -19,14 +19,13 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-import jsii
 from aws_cdk import Duration, Names, Reference, Stack, Tokenization
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_pipes as pipes
-from constructs import Construct, IConstruct, IValidation
+from constructs import Construct, IConstruct
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 from ddb_capacity_runtime.core.validators import is_whole
@@ -34,7 +33,7 @@ from ddb_capacity_runtime.core.validators import is_whole
 from ..common._alarms import AlarmSet, AlarmSpec, says
 from ..common._compliance import acknowledge
 from ..common._function_options import FunctionConfig
-from ..common._props import duration_prop, is_token
+from ..common._props import Checked, duration_prop, is_token
 from ..common._runtime import runtime_function
 from ..table._provisioned_table import ProvisionedTable
 from ..table._table import TableCapacity
@@ -243,7 +242,8 @@ class StreamReader(Construct):
         ]
         self._grant_streams()
         self._render_alarms(alarms)
-        self.node.add_validation(_Readers(self))
+        # at synth, once the whole app is built: the reader is never a third reader
+        self.node.add_validation(Checked(self.readers))
 
     def _quiet_platform_lines(self) -> None:
         """Lambda's own start and report lines left out (``SystemLogLevel`` WARN): the
@@ -375,14 +375,3 @@ def _app_readers(scope: IConstruct) -> dict[str, list[str]]:
         owner = c.node.scope if c.node.id == "Resource" and c.node.scope is not None else c
         out.setdefault(_key(c, source), []).append(owner.node.path)
     return out
-
-
-@jsii.implements(IValidation)
-class _Readers:
-    """At synth, once the whole app is built: the reader is never a third reader."""
-
-    def __init__(self, owner: StreamReader) -> None:
-        self._owner = owner
-
-    def validate(self) -> list[str]:
-        return self._owner.readers()

@@ -390,7 +390,6 @@ class CapacityRequests(Construct):
         served = Served(
             scope=self,
             where=self._where,
-            tables=self.tables,
             indexes=self._indexes,
             hold_store=self.hold_store,
             functions=self._functions,

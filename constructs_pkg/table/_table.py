@@ -181,7 +181,7 @@ def index_names_of(table: dynamodb.ITable | TableCapacity) -> list[str] | None:
     """The GSIs of ``table`` as far as synth knows them: a ``TableCapacity``'s, or those of
     an ``aws_dynamodb.Table`` of this app; None for a table owned elsewhere."""
     if isinstance(table, TableCapacity):
-        return None if table._elsewhere else table.index_names
+        return None if imported_by_name(table) else table.index_names
     if isinstance(table, dynamodb.Table):
         return [g["indexName"] for g in gsis_of(table)]
     return None
