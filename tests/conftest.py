@@ -15,6 +15,10 @@ import os
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
 os.environ.setdefault("CDK_DISABLE_CLI_TELEMETRY", "true")
+# One alarm per check, so that each check's alarm can be read on its own; the summary alarms
+# (the default) are tested with the context set back on their apps (tests/common/
+# test_alarm_summary.py). The CDK reads this variable in every App, and the CLI sets its own.
+os.environ.setdefault("CDK_CONTEXT_JSON", '{"ddb-capacity:alarms": "detailed"}')
 
 import shutil
 import subprocess

@@ -1,74 +1,38 @@
 """Runs in: CDK app (synth time).
 
-Where the library's alarms go: the topic a construct is given (``alarm_topic``), else one
-shared topic and KMS key per stack (`shared_alarm_topic`)."""
+Where the library's alarms go: the topic a construct is given (``alarm_topic``), else an
+OpsItem in Systems Manager OpsCenter (`OPS_ITEM`), which needs no resource of its own."""
 
 from __future__ import annotations
 
 from typing import cast
 
-from aws_cdk import Annotations, Aws, Stack
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
+from aws_cdk import Annotations
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 
-SHARED_ALARMS_ID = "DynamoDBCapacityAlarms"
-"""The id, under its stack, of the library's shared alarm topic and its key."""
+OPS_ITEM = cw_actions.SsmAction(
+    cw_actions.OpsItemSeverity.HIGH, cw_actions.OpsItemCategory.PERFORMANCE
+)
+"""The action of an alarm given no topic: an OpsItem in the account's and Region's
+OpsCenter (severity 2, category Performance), one per alarm until it is resolved
+(CloudWatch deduplicates by alarm); no topic, key or policy to deploy or pay for."""
 
 
-def alarm_topic(scope: Construct, display_name: str) -> sns.Topic:
-    """A topic for alarms: SSL enforced, encrypted with its own KMS key (about $1 a month),
-    which only CloudWatch alarms of this account may use to publish. Its topic policy (made
-    for the SSL rule, it replaces SNS's default one) allows those alarms to publish: without
-    that statement CloudWatch is not authorized to (sns:Publish), and no alarm notifies."""
-    key = kms.Key(
-        scope,
-        "TopicKey",
-        enable_key_rotation=True,
-        description=f"Encrypts the topic {display_name}",
-    )
-    key.add_to_resource_policy(
-        iam.PolicyStatement(
-            sid="AlarmsOfThisAccount",
-            principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
-            actions=["kms:Decrypt", "kms:GenerateDataKey*"],
-            resources=["*"],
-            conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}},
-        )
-    )
-    topic = sns.Topic(scope, "Alarms", master_key=key, enforce_ssl=True, display_name=display_name)
-    topic.add_to_resource_policy(
-        iam.PolicyStatement(
-            sid="AlarmsOfThisAccountPublish",
-            principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
-            actions=["sns:Publish"],
-            resources=[topic.topic_arn],
-            conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}},
-        )
-    )
-    return topic
-
-
-def shared_alarm_topic(scope: Construct) -> sns.ITopic:
-    """The library's alarm topic of ``scope``'s stack: one topic and one KMS key a stack,
-    made by the first construct that needs it (under the stack, id `SHARED_ALARMS_ID`) and
-    shared by every construct of the library given no ``alarm_topic``."""
-    stack = Stack.of(scope)
-    holder = stack.node.try_find_child(SHARED_ALARMS_ID)
-    if holder is None:
-        holder = Construct(stack, SHARED_ALARMS_ID)
-        return alarm_topic(holder, "DynamoDB capacity alarms")
-    return cast(sns.ITopic, holder.node.find_child("Alarms"))
+def alarm_action(topic: sns.ITopic | None) -> cloudwatch.IAlarmAction:
+    """The action every alarm of a construct takes: notify ``topic``, else `OPS_ITEM`."""
+    return OPS_ITEM if topic is None else cw_actions.SnsAction(topic)
 
 
 def chosen_alarm_topic(
     scope: Construct, where: str, alarm_topic: object, topic: object
-) -> sns.ITopic:
+) -> sns.ITopic | None:
     """A construct's alarm topic: ``alarm_topic``; else ``topic`` (the earlier name, with a
-    warning at synth); else the stack's `shared_alarm_topic`."""
+    warning at synth); else None (its alarms open OpsItems, `OPS_ITEM`)."""
     if alarm_topic is not None and topic is not None:
         raise CapacityConfigError(
             f"{where}: topic: got a topic beside alarm_topic; expected alarm_topic alone "
@@ -77,11 +41,11 @@ def chosen_alarm_topic(
     given = alarm_topic if alarm_topic is not None else topic
     name = "alarm_topic" if alarm_topic is not None else "topic"
     if given is None:
-        return shared_alarm_topic(scope)
+        return None
     if not isinstance(getattr(given, "topic_arn", None), str):
         raise CapacityConfigError(
             f"{where}: {name}: got {shown(given)}; expected an SNS topic (aws_sns.ITopic), "
-            "or None (the stack's shared library topic)"
+            "or None (an OpsItem in OpsCenter for each alarm)"
         )
     if topic is not None:
         Annotations.of(scope).add_warning_v2(

@@ -18,7 +18,6 @@ from typing import Unpack
 
 from aws_cdk import Annotations, Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
@@ -26,6 +25,16 @@ from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 from ddb_capacity_runtime.core.validators import is_number
 from ddb_capacity_runtime.events import STORE_DIMENSION
 
+from ._alarm_sink import alarm_action
+from ._alarm_summary import (
+    ALARMS_CONTEXT,
+    FAILING,
+    MAX_METRICS,
+    Check,
+    SummaryAlarm,
+    alarm_style,
+    summary_alarm,
+)
 from ._props import MetricProps, bool_prop, did_you_mean, duration_seconds, is_token, whole_prop
 
 __all__ = ["AlarmOptions", "AlarmSet", "AlarmSpec", "checked_alarm_options", "emf_metric"]
@@ -165,6 +174,9 @@ class AlarmSpec:
     missing: cloudwatch.TreatMissingData = field(default=cloudwatch.TreatMissingData.NOT_BREACHING)
     window_prop: str = ""
     """The prop that sets ``evaluation_periods``, named when its window is too long."""
+    group: str = ""
+    """The summary alarm it folds into (`_alarm_summary`): by default ``Failing`` for a check
+    of one period; a check of a longer window without a group is an alarm of its own."""
 
 
 def longest_window(period_seconds: float) -> float:
@@ -186,24 +198,28 @@ def in_words(alarm_id: str) -> str:
 
 class AlarmSet:
     """A construct's alarms, by stable id: each made from its `AlarmSpec` with the
-    construct's `AlarmOptions` over it, notifying ``topic`` and the option's
-    actions. ``alarms`` is the read-only view a construct returns."""
+    construct's `AlarmOptions` over it, notifying ``topic`` (else opening an OpsItem) and the
+    option's actions. In the app's summary style (`alarm_style`, the default), a check given
+    no option is folded into its group's summary alarm instead. ``alarms`` is the read-only
+    view a construct returns: each check's id to the alarm that watches it."""
 
     def __init__(
         self,
         owner: Construct,
         where: str,
-        topic: sns.ITopic,
+        topic: sns.ITopic | None,
         options: Mapping[str, AlarmOptions],
         section: str,
     ) -> None:
         self._owner, self._where, self._options = owner, where, options
         self._section = section
         """The runbook's section of the construct's alarms (its class name)."""
-        self._notify = cw_actions.SnsAction(topic)
-        """The topic's action, one object for every alarm of the set (it keeps no state)."""
-        self._alarms: dict[str, cloudwatch.Alarm] = {}
-        self.alarms: Mapping[str, cloudwatch.Alarm] = MappingProxyType(self._alarms)
+        self._notify = alarm_action(topic)
+        """The alarms' action, one object for every alarm of the set (it keeps no state)."""
+        self._summary = alarm_style(owner) == "summary"
+        self._groups: dict[str, list[SummaryAlarm]] = {}
+        self._alarms: dict[str, cloudwatch.IAlarm] = {}
+        self.alarms: Mapping[str, cloudwatch.IAlarm] = MappingProxyType(self._alarms)
         self._asked: set[str] = set()
         """Every id `add` was asked for, an alarm its options turn off included."""
         for alarm_id in sorted(i for i, o in options.items() if not o.enabled):
@@ -224,6 +240,9 @@ class AlarmSet:
             return None
         periods = option.evaluation_periods or spec.evaluation_periods
         self._check_window(alarm_id, spec, option.evaluation_periods)
+        if self._folds(alarm_id, spec):
+            self._fold(alarm_id, spec, key or alarm_id)
+            return None
         construct_id = construct_id or f"{alarm_id}Alarm"
         alarm = spec.metric.create_alarm(
             self._owner,
@@ -269,16 +288,80 @@ class AlarmSet:
             )
         return f"{said} {suffix}"
 
+    def _folds(self, alarm_id: str, spec: AlarmSpec) -> bool:
+        """Whether the check goes into a summary alarm: the summary style, no option given
+        for it, a metric (not an expression), and a group (or a window of one period)."""
+        return (
+            self._summary
+            and alarm_id not in self._options
+            and isinstance(spec.metric, cloudwatch.Metric)
+            and bool(spec.group or (spec.evaluation_periods == 1 and not spec.every_period))
+        )
+
+    def _fold(self, alarm_id: str, spec: AlarmSpec, key: str) -> None:
+        """Add the check to its group's last summary alarm, or to a new one when that one
+        watches `MAX_METRICS` already."""
+        assert isinstance(spec.metric, cloudwatch.Metric)
+        group = spec.group or FAILING
+        alarms = self._groups.setdefault(group, [])
+        if not alarms or len(alarms[-1].checks) >= MAX_METRICS:
+            n = len(alarms) + 1
+            construct_id = f"{group}{'' if n == 1 else n}Alarm"
+            made = summary_alarm(self._owner, construct_id, self._summary_description)
+            made.cfn.alarm_actions = [self._notify.bind(self._owner, made.alarm).alarm_action_arn]
+            alarms.append(made)
+        period = duration_seconds(spec.metric.period) or 60
+        alarms[-1].checks.append(
+            Check(
+                alarm_id,
+                key,
+                key.replace("/", " "),
+                spec.metric,
+                spec.threshold,
+                spec.comparison,
+                spec.missing == cloudwatch.TreatMissingData.BREACHING,
+                period * spec.evaluation_periods,
+            )
+        )
+        self._alarms[key] = alarms[-1].alarm
+
+    def _summary_description(self, alarm: SummaryAlarm) -> str:
+        """A summary alarm's description: its checks, and where each is explained."""
+        counts: dict[str, int] = {}
+        for check in alarm.checks:
+            counts[check.alarm_id] = counts.get(check.alarm_id, 0) + 1
+        named = ", ".join(f"{a} ({n})" if n > 1 else a for a, n in counts.items())
+        said = (
+            f"One or more checks of {self._where} breached: {named}. Look first: the alarm's "
+            "graph, whose metrics are labelled with their checks (a check is 1 in the "
+            "'checks breached' sum while it breaches). Do: what the check's heading under "
+            f"{self._section} in {RUNBOOK_PAGE} says (where to look, the first action). "
+            f"To alarm on a check alone, give it alarm_options, or set the context "
+            f"{ALARMS_CONTEXT} to detailed."
+        )
+        return said if len(said) <= DESCRIPTION_LIMIT else said[: DESCRIPTION_LIMIT - 1] + "…"
+
     def unused(self) -> list[str]:
         """The ids given options that no alarm was asked for (so far): options that do
         nothing."""
         return sorted(set(self._options) - self._asked)
 
     def remove(self, alarm_id: str) -> None:
-        """Remove the alarm ``alarm_id`` (kept under that key), if it was made."""
+        """Remove the alarm ``alarm_id`` (kept under that key), if it was made, or its check
+        from its summary alarm (the summary alarm too once it has no check left)."""
         alarm = self._alarms.pop(alarm_id, None)
-        if alarm is not None:
-            self._owner.node.try_remove_child(alarm.node.id)
+        if alarm is None:
+            return
+        for alarms in self._groups.values():
+            for summary in alarms:
+                if summary.alarm is alarm:
+                    summary.checks[:] = [c for c in summary.checks if c.key != alarm_id]
+                    if not summary.checks:
+                        self._owner.node.try_remove_child(summary.cfn.node.id)
+                        self._owner.node.try_remove_child(summary.alarm.node.id)
+                        alarms.remove(summary)
+                    return
+        self._owner.node.try_remove_child(alarm.node.id)
 
     def _check_window(self, alarm_id: str, spec: AlarmSpec, periods: int | None) -> None:
         """The alarm's window (periods x period) within CloudWatch's longest (`longest_window`),

@@ -12,10 +12,17 @@ from collections.abc import Callable
 from typing import Any
 
 import jsii
-from aws_cdk import IStableListProducer, IStableStringProducer, Lazy, Stack
+from aws_cdk import (
+    IStableAnyProducer,
+    IStableListProducer,
+    IStableNumberProducer,
+    IStableStringProducer,
+    Lazy,
+    Stack,
+)
 from constructs import IConstruct
 
-__all__ = ["lazy_json", "lazy_list", "lazy_string"]
+__all__ = ["lazy_any", "lazy_json", "lazy_list", "lazy_number", "lazy_string"]
 
 
 @jsii.implements(IStableStringProducer)
@@ -34,6 +41,35 @@ class _List:
 
     def produce(self) -> list[str]:
         return self._render()
+
+
+@jsii.implements(IStableNumberProducer)
+class _Number:
+    def __init__(self, render: Callable[[], int | float]) -> None:
+        self._render = render
+
+    def produce(self) -> int | float:
+        return self._render()
+
+
+@jsii.implements(IStableAnyProducer)
+class _Any:
+    def __init__(self, render: Callable[[], Any]) -> None:
+        self._render = render
+
+    def produce(self) -> Any:
+        return self._render()
+
+
+def lazy_number(render: Callable[[], int | float]) -> float:
+    """A number token whose value is ``render()`` when the template is written."""
+    return Lazy.number(_Number(render))
+
+
+def lazy_any(render: Callable[[], Any]) -> Any:
+    """A token of any value (a list of structs, say), ``render()`` when the template is
+    written."""
+    return Lazy.any(_Any(render))
 
 
 def lazy_string(render: Callable[[], str]) -> str:

@@ -1,7 +1,10 @@
 """Runs in: CDK app (synth time).
 
 A run-time function run on a schedule by an EventBridge rule: one run at a time, no retries
-of a stale run, failed runs in a dead-letter queue."""
+of a stale run. A failed run is counted, not kept: the function's ``Errors``, the rule's
+``FailedInvocations`` and the function's ``AsyncEventsDropped`` (`failed_runs`), which its
+construct alarms on; a scheduled event carries nothing to replay (every run reads everything
+afresh), so it needs no dead-letter queue (one only where something else needs it)."""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from ._alarms import AlarmSpec, metric, says
 from ._compliance import acknowledge_all, skip_checkov
 from ._function_options import FunctionConfig
 from ._runtime import runtime_function
@@ -25,8 +29,15 @@ from ._runtime import runtime_function
 class ScheduledFunction:
     function: lambda_.Function
     policy: iam.ManagedPolicy
-    dead_letter_queue: sqs.Queue
+    dead_letter_queue: sqs.Queue | None
     rule: events.Rule
+
+    def failed_runs(
+        self, period: Duration, what: str, prefix: str = ""
+    ) -> list[tuple[str, AlarmSpec]]:
+        """The checks that a run of ``what`` was dropped (`failed_runs`), their ids after
+        ``prefix``."""
+        return [(prefix + i, s) for i, s in failed_runs(self.function, self.rule, period, what)]
 
 
 def scheduled_function(
@@ -39,13 +50,16 @@ def scheduled_function(
     calls: str,
     environment: Mapping[str, str] | None = None,
     shared: bool = False,
+    dead_letter_queue: bool = False,
 ) -> ScheduledFunction:
     """A `runtime_function` run every ``every`` by an EventBridge rule: one run at a
-    time (reserved concurrency 1), no retries of a stale run, and failed runs in a dead-letter
-    queue (SSL only, SQS-managed encryption, 14 days). ``shared``: its policy will be
-    attached to another function's role too (`runtime_function`). ``calls`` names the AWS APIs it
-    reaches, for the acknowledgements of the VPC rules; ``environment``, its environment."""
-    queue = _dead_letter_queue(scope, description)
+    time (reserved concurrency 1), no retries of a stale run. ``dead_letter_queue``: failed
+    runs also go to a dead-letter queue (SSL only, SQS-managed encryption, 14 days), for a
+    construct that needs one besides (the scaler's sharded batches'). ``shared``: its policy
+    will be attached to another function's role too (`runtime_function`). ``calls`` names the
+    AWS APIs it reaches, for the acknowledgements of the VPC rules; ``environment``, its
+    environment."""
+    queue = _dead_letter_queue(scope, description) if dead_letter_queue else None
     function, policy = runtime_function(
         scope,
         "Function",
@@ -53,10 +67,12 @@ def scheduled_function(
         description=description,
         config=config,
         environment=dict(environment) if environment else None,
-        own=[dead_letters(queue)],
+        own=[] if queue is None else [dead_letters(queue)],
         shared=shared,
     )
     _configure_failed_runs(scope, function, queue, every)
+    if queue is None:
+        _acknowledge_no_dead_letters(function, description)
     rule = events.Rule(
         scope,
         "Schedule",
@@ -70,6 +86,59 @@ def scheduled_function(
     )
     acknowledge_control_plane_function(function, calls)
     return ScheduledFunction(function, policy, queue, rule)
+
+
+def failed_runs(
+    function: lambda_.IFunction, rule: events.Rule, period: Duration, what: str
+) -> list[tuple[str, AlarmSpec]]:
+    """The checks of a scheduled function's failed runs, by alarm id: ``RunsDropped``, the
+    rule's failed invocations and the events Lambda dropped unrun (throttled past their
+    age: a run still going when the next is due). Its errors are each construct's own
+    ``Errors`` check."""
+    look = (
+        f"the {what}'s Throttles and Duration metrics against its schedule, and its rule "
+        "(CloudTrail PutTargets, RemovePermission)"
+    )
+    do = "nothing to replay (every run reads everything afresh): fix what keeps runs out"
+    rule_failed = metric(
+        "AWS/Events", "FailedInvocations", dimensions_map={"RuleName": rule.rule_name}
+    )
+    dropped = function.metric("AsyncEventsDropped", period=period, statistic="Sum")
+    return [
+        (
+            "RunsDropped",
+            AlarmSpec(
+                rule_failed.with_(period=period),
+                says(f"EventBridge could not invoke the {what} on its schedule"),
+                look=look,
+                do=do,
+            ),
+        ),
+        (
+            "RunsExpired",
+            AlarmSpec(
+                dropped,
+                says(f"Runs of the {what} were dropped unrun (still throttled at their age)"),
+                look=look,
+                do=do,
+            ),
+        ),
+    ]
+
+
+def _acknowledge_no_dead_letters(function: lambda_.Function, description: str) -> None:
+    reason = (
+        f"A failed run of the {description} is counted (its Errors, the rule's "
+        "FailedInvocations, AsyncEventsDropped) and alarmed; its scheduled event carries "
+        "nothing to replay, so a dead-letter queue would keep nothing of use."
+    )
+    acknowledge_all(
+        function,
+        {
+            f"{pack}-LambdaDLQ": reason
+            for pack in ("Serverless", "HIPAA.Security", "NIST.800.53.R5")
+        },
+    )
 
 
 def acknowledge_control_plane_function(function: lambda_.Function, calls: str) -> None:
@@ -114,14 +183,24 @@ def _dead_letter_queue(scope: Construct, description: str) -> sqs.Queue:
 
 
 def _configure_failed_runs(
-    scope: Construct, function: lambda_.Function, queue: sqs.Queue, every: Duration
+    scope: Construct, function: lambda_.Function, queue: sqs.Queue | None, every: Duration
 ) -> None:
-    """One run at a time; a failed run goes to ``queue`` (a DLQ and an on-failure
-    destination), never retried once a newer run is due. The function is let send to the
+    """One run at a time, never retried once a newer run is due; with ``queue``, a failed
+    run goes to it (a DLQ and an on-failure destination). The function is let send to the
     queue by `dead_letters`, given to `runtime_function` as its ``own``."""
     cfn_function = function.node.default_child
     assert isinstance(cfn_function, lambda_.CfnFunction)
     cfn_function.reserved_concurrent_executions = 1  # runs never overlap
+    if queue is None:
+        lambda_.CfnEventInvokeConfig(
+            scope,
+            "AsyncInvokeConfig",
+            function_name=function.function_name,
+            qualifier="$LATEST",
+            maximum_retry_attempts=0,
+            maximum_event_age_in_seconds=int(every.to_seconds()),
+        )
+        return
     # Failed runs go to the queue (a DLQ and an on-failure destination); the permission
     # (DeadLetters) lives in the function's managed policy rather than an inline role policy.
     cfn_function.dead_letter_config = lambda_.CfnFunction.DeadLetterConfigProperty(

@@ -140,7 +140,7 @@ class FleetAdvisor(Construct):
     """
 
     @property
-    def topic(self) -> sns.ITopic:
+    def topic(self) -> sns.ITopic | None:
         """The earlier name of `alarm_topic`."""
         return self.alarm_topic
 

@@ -162,7 +162,7 @@ class NightlyTuning(Construct):
     """
 
     @property
-    def topic(self) -> sns.ITopic:
+    def topic(self) -> sns.ITopic | None:
         """The earlier name of `alarm_topic`."""
         return self.alarm_topic
 

@@ -351,7 +351,7 @@ class AlarmConfig:
     """Where the provider's alarms go, their options (`ALARM_IDS`), and the construct that
     set them (``where``)."""
 
-    topic: sns.ITopic
+    topic: sns.ITopic | None
     options: Mapping[str, AlarmOptions]
     where: str
 
@@ -397,9 +397,10 @@ def replica_provider(
     return existing
 
 
-def _arn(topic: sns.ITopic) -> Any:
-    """A topic as its ARN resolves in its stack (two imports of one topic are one)."""
-    return Stack.of(topic).resolve(topic.topic_arn)
+def _arn(topic: sns.ITopic | None) -> Any:
+    """A topic as its ARN resolves in its stack (two imports of one topic are one); None
+    for none (OpsItems)."""
+    return None if topic is None else Stack.of(topic).resolve(topic.topic_arn)
 
 
 def _options(options: Mapping[str, AlarmOptions]) -> list[tuple[Any, ...]]:

@@ -172,6 +172,8 @@ ALARM_IDS = (
     "TimedOut",
     "HoldsDropped",
     "RestorerErrors",
+    "RestorerRunsDropped",
+    "RestorerRunsExpired",
     "HoldsBusy",
     "SignalsErrors",
     "ReportsRefused",
@@ -476,7 +478,7 @@ class CapacityRequests(Construct):
         return broker, policy
 
     @property
-    def alarms(self) -> Mapping[str, cloudwatch.Alarm]:
+    def alarms(self) -> Mapping[str, cloudwatch.IAlarm]:
         """The alarms by stable id (read-only): ``BrokerErrors``, ``HoldsDropped``;
         ``RestorerErrors`` with a restorer; ``HoldsBusy`` with it or a fast path; ``SignalsErrors``,
         ``ReportsRefused``, ``SurgeBudget``, ``SurgeUnits``, ``SurgesFailed``,
@@ -543,6 +545,10 @@ class CapacityRequests(Construct):
             )
         )
         restorer_alarm(self._served, restorer.function, restore_every)
+        for alarm_id, spec in restorer.failed_runs(
+            restore_every, "capacity hold restorer", prefix="Restorer"
+        ):
+            self._served.alarms.add(alarm_id, spec)
         return restorer
 
     def _render_fast_path(

@@ -15,6 +15,7 @@ from aws_cdk import Annotations, Duration, Fn, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
@@ -149,7 +150,7 @@ class ThrottleAwareScaler(Construct):
     """The batch queue and function of a sharded tick; None unless ``sharded``."""
 
     @property
-    def topic(self) -> sns.ITopic:
+    def topic(self) -> sns.ITopic | None:
         """The earlier name of `alarm_topic`."""
         return self.alarm_topic
 
@@ -284,7 +285,9 @@ class ThrottleAwareScaler(Construct):
             calls="DynamoDB, Application Auto Scaling, CloudWatch, tagging",
             environment=environment,
             shared=bool(batch_concurrency),  # attached to the batch function's role too
+            dead_letter_queue=bool(batch_concurrency),  # where a failed batch goes
         )
+        self._scheduled = scheduled
         self.function, self.policy = scheduled.function, scheduled.policy
         self.dead_letter_queue, self.rule = scheduled.dead_letter_queue, scheduled.rule
         self.batches = None
@@ -293,7 +296,7 @@ class ThrottleAwareScaler(Construct):
                 self,
                 scheduled=self.function,
                 scheduled_policy=self.policy,
-                dead_letter_queue=self.dead_letter_queue,
+                dead_letter_queue=cast(sqs.Queue, scheduled.dead_letter_queue),
                 config=self._function_config,
                 concurrency=int(batch_concurrency),
                 environment=environment,
@@ -493,7 +496,7 @@ class ThrottleAwareScaler(Construct):
     # ------------------------------------------------------------------ alarms and metrics
 
     @property
-    def alarms(self) -> Mapping[str, cloudwatch.Alarm]:
+    def alarms(self) -> Mapping[str, cloudwatch.IAlarm]:
         """The scaler's alarms by stable id (read-only): ``Errors``, ``DeadLetters``,
         ``NotRunning``, ``BadTargets``, ``RefusedTags``, ``IgnoredTags``, ``PinnedAtMax``,
         ``Updating``; ``HoldsDropped`` unless connected to a ``CapacityRequests`` that alarms
@@ -562,6 +565,7 @@ class ThrottleAwareScaler(Construct):
             function=self.function,
             function_timeout=self._function_config.timeout,
             dead_letter_queue=self.dead_letter_queue,
+            failed_runs=self._scheduled.failed_runs(self._tick, "scaler function"),
             batches=self.batches,
             alarm_topic=self.alarm_topic,
             alarm_options=self._alarm_options,

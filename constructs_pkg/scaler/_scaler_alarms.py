@@ -46,6 +46,11 @@ if TYPE_CHECKING:
 
 NAMESPACE = "DynamoDBCapacity"
 
+THROTTLED = "Throttled"
+"""The summary alarm of the tables' sustained throttling and hot keys."""
+STUCK = "Stuck"
+"""The summary alarm of tables the scaler cannot raise: at their max, or UPDATING."""
+
 LOG = "the scaler function's log group"
 """Where a scaler's alarm sends its on-call engineer first."""
 
@@ -144,9 +149,12 @@ class AlarmedScaler:
     own_target: bool
     function: lambda_.IFunction
     function_timeout: Duration
-    dead_letter_queue: sqs.IQueue
+    dead_letter_queue: sqs.IQueue | None
+    """Where failed batches go (a sharded scaler's only)."""
+    failed_runs: list[tuple[str, AlarmSpec]]
+    """The checks of its function's dropped runs (`ScheduledFunction.failed_runs`)."""
     batches: BatchPath | None
-    alarm_topic: sns.ITopic
+    alarm_topic: sns.ITopic | None
     alarm_options: Mapping[str, AlarmOptions]
     store_name: Callable[[], str]
     """The name of the scaler's state store as the template is written (a connected
@@ -225,15 +233,21 @@ class ScalerAlarms:
                 ),
             ),
         )
-        add(
+        for alarm_id, spec in o.failed_runs:
+            add(alarm_id, spec)
+        if o.dead_letter_queue is not None:
+            self._dead_letters(o.dead_letter_queue)
+        self._not_running()
+
+    def _dead_letters(self, queue: sqs.IQueue) -> None:
+        """A sharded tick's batch failed into the dead-letter queue."""
+        self.alarm_set.add(
             "DeadLetters",
             AlarmSpec(
-                o.dead_letter_queue.metric_approximate_number_of_messages_visible(
-                    period=Duration.minutes(5)
-                ),
+                queue.metric_approximate_number_of_messages_visible(period=Duration.minutes(5)),
                 says(
-                    "Scaler ticks were dropped: EventBridge could not invoke the scaler "
-                    "function, or an invocation failed (a message is on its dead-letter queue)"
+                    "Batches of a sharded scaler tick failed (a message is on the scaler's "
+                    "dead-letter queue)"
                 ),
                 look=(
                     "the error attributes of the messages on the scaler's dead-letter queue, "
@@ -245,7 +259,6 @@ class ScalerAlarms:
                 ),
             ),
         )
-        self._not_running()
 
     def _not_running(self) -> None:
         """No invocation of the function in 3 ticks (no data breaches)."""
@@ -400,6 +413,7 @@ class ScalerAlarms:
                 ),
                 evaluation_periods=periods,
                 window_prop="pinned_at_max_for",
+                group=STUCK,
             ),
         )
 
@@ -429,6 +443,7 @@ class ScalerAlarms:
                 evaluation_periods=updating_ticks,
                 window_prop="updating_for_ticks",
                 every_period=True,
+                group=STUCK,
             ),
         )
 
@@ -480,6 +495,7 @@ class ScalerAlarms:
                 evaluation_periods=o.hot_key_ticks,
                 window_prop="hot_key_for",
                 every_period=True,
+                group=THROTTLED,
             ),
             construct_id=f"HotKey{label}",
             key=f"HotKey/{label}",
@@ -528,6 +544,7 @@ class ScalerAlarms:
                 evaluation_periods=minutes,
                 window_prop="throttled_for",
                 every_period=True,
+                group=THROTTLED,
             ),
             construct_id=f"Throttled{label}",
             key=f"SustainedThrottling/{label}",

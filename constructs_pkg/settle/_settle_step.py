@@ -28,7 +28,6 @@ from ddb_capacity_runtime.settle.settle_plan import (
     SETTLE_WAIT_S,
 )
 
-from ..common._alarm_sink import shared_alarm_topic
 from ..common._alarms import AlarmSet, AlarmSpec, metric, says
 from ..common._compliance import acknowledge, acknowledge_all, skip_checkov
 from ..common._deploy_limits import check_inline_policies
@@ -263,14 +262,14 @@ def _grant_reads(policy: iam.ManagedPolicy) -> None:
 
 def _settle_left_alarm(
     provider: Construct, function: lambda_.Function
-) -> Mapping[str, cloudwatch.Alarm]:
+) -> Mapping[str, cloudwatch.IAlarm]:
     """``SettleLeft``: the settle function (``function``) left a dimension at its high-water
     mark, or put one back there (its ``SettleLeft`` count, for the function, in 5 minutes),
-    notifying the stack's shared alarm topic: the step is the stack's, so is its topic."""
+    opening an OpsItem: the step is the stack's, not a construct's given a topic."""
     alarm_set = AlarmSet(
         provider,
         f"the settle step {provider.node.path}",
-        shared_alarm_topic(provider),
+        None,
         {},
         "PROVISION_THEN_SETTLE",
     )

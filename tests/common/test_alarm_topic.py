@@ -1,8 +1,10 @@
-"""One alarm sink: every construct of the library takes ``alarm_topic``, and those given none
-share one library topic and one KMS key per stack (the four-construct app, synthesized)."""
+"""One alarm sink: every construct of the library takes ``alarm_topic``, and the alarms of
+those given none open OpsItems in OpsCenter, with no topic or key deployed (the
+four-construct app, synthesized)."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -14,7 +16,6 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Annotations, Match, Template
 
-from constructs_pkg.common._alarm_sink import SHARED_ALARMS_ID
 from constructs_pkg.fast_path._fast_path import FastPath
 from constructs_pkg.fleet._advisor import FleetAdvisor
 from constructs_pkg.fleet._tuning import NightlyTuning
@@ -24,6 +25,7 @@ from constructs_pkg.scaler._scaler import ThrottleAwareScaler
 from constructs_pkg.table._capacity import Capacity, PrewarmMethod
 from constructs_pkg.table._provisioned_table import ProvisionedTable
 from ddb_capacity_runtime.core.errors import CapacityConfigError
+from tests.support.alarm_style import summary_app
 from tests.support.shape import ROOT
 
 
@@ -61,52 +63,41 @@ def counts(stack: cdk.Stack) -> tuple[int, int]:
     return kinds.count("AWS::SNS::Topic"), kinds.count("AWS::KMS::Key")
 
 
-def alarm_actions(stack: cdk.Stack) -> set[str]:
+def alarm_actions(stack: cdk.Stack) -> list[Any]:
+    """Every alarm's actions, resolved as the template writes them."""
     resources = Template.from_stack(stack).to_json()["Resources"]
-    return {
-        action["Ref"]
+    return [
+        action
         for r in resources.values()
         if r["Type"] == "AWS::CloudWatch::Alarm"
-        for action in r["Properties"].get("AlarmActions", [])
-    }
+        for action in r["Properties"]["AlarmActions"]
+    ]
 
 
-def test_constructs_given_no_topic_share_one_topic_and_one_key(stack: cdk.Stack) -> None:
+def test_constructs_given_no_topic_open_ops_items_and_deploy_no_topic(
+    stack: cdk.Stack,
+) -> None:
     tuning = four_constructs(stack)
-    # THEN one topic and one key in all, every alarm on that topic
-    assert counts(stack) == (1, 1)
-    shared = stack.node.find_child(SHARED_ALARMS_ID).node.find_child("Alarms")
-    assert alarm_actions(stack) == {
-        stack.get_logical_id(cast(cdk.CfnElement, shared.node.default_child))
-    }
-    assert tuning.alarm_topic is tuning.scaler.alarm_topic is shared
+    # THEN no topic and no key, and every alarm opens an OpsItem, severity 2, Performance
+    assert counts(stack) == (0, 0)
+    actions = alarm_actions(stack)
+    assert actions and all(
+        "".join(str(p) for p in a["Fn::Join"][1] if isinstance(p, str)).endswith(
+            ":opsitem:2#CATEGORY=Performance"
+        )
+        for a in actions
+    )
+    assert tuning.alarm_topic is None and tuning.scaler.alarm_topic is None
 
 
-def test_the_shared_topic_lets_this_accounts_alarms_publish(stack: cdk.Stack) -> None:
-    """Its topic policy (made for the SSL rule) replaces SNS's default one: without an Allow
-    for CloudWatch, an alarm is not authorized to publish, and none notifies."""
-    four_constructs(stack)
-    (policy,) = Template.from_stack(stack).find_resources("AWS::SNS::TopicPolicy").values()
-    statements = {s["Sid"]: s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
-    allow = statements["AlarmsOfThisAccountPublish"]
-    assert (allow["Effect"], allow["Action"]) == ("Allow", "sns:Publish")
-    assert allow["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
-    shared = stack.node.find_child(SHARED_ALARMS_ID).node.find_child("Alarms")
-    topic = stack.get_logical_id(cast(cdk.CfnElement, shared.node.default_child))
-    assert allow["Resource"] == {"Ref": topic}  # this topic, no other
-    assert allow["Condition"] == {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}
-    assert statements["AllowPublishThroughSSLOnly"]["Effect"] == "Deny"  # still enforced
-
-
-def test_a_topic_given_to_each_leaves_no_library_topic(stack: cdk.Stack) -> None:
+def test_a_topic_given_to_each_leaves_no_ops_item(stack: cdk.Stack) -> None:
     mine = sns.Topic(stack, "Mine")
     four_constructs(stack, mine)
     ThrottleAwareScaler(stack, "Other", tag_key="capacity", alarm_topic=mine)
     FleetAdvisor(stack, "OtherAdvisor", alarm_topic=mine)
     assert counts(stack) == (1, 0)
-    assert alarm_actions(stack) == {
-        stack.get_logical_id(cast(cdk.CfnElement, mine.node.default_child))
-    }
+    topic = stack.get_logical_id(cast(cdk.CfnElement, mine.node.default_child))
+    assert {json.dumps(a) for a in alarm_actions(stack)} == {json.dumps({"Ref": topic})}
 
 
 def test_the_earlier_prop_name_still_works_with_a_warning(stack: cdk.Stack) -> None:
@@ -125,19 +116,9 @@ def test_both_names_at_once_or_a_non_topic_are_refused(stack: cdk.Stack) -> None
     with pytest.raises(
         CapacityConfigError,
         match=r"FleetAdvisor Test/Advisor: alarm_topic: got 'arn:aws:sns:x'; expected an SNS "
-        r"topic \(aws_sns.ITopic\), or None \(the stack's shared library topic\)",
+        r"topic \(aws_sns.ITopic\), or None \(an OpsItem in OpsCenter for each alarm\)",
     ):
         FleetAdvisor(stack, "Advisor", alarm_topic="arn:aws:sns:x")  # type: ignore[arg-type]
-
-
-def test_each_stack_has_its_own_shared_topic() -> None:
-    app = cdk.App()
-    one, two = cdk.Stack(app, "One"), cdk.Stack(app, "Two")
-    a = ThrottleAwareScaler(one, "Scaler", tag_key="capacity")
-    b = FleetAdvisor(one, "Advisor")
-    c = ThrottleAwareScaler(two, "Scaler", tag_key="capacity")
-    assert a.alarm_topic is b.alarm_topic and a.alarm_topic is not c.alarm_topic
-    assert counts(one) == counts(two) == (1, 1)
 
 
 # --- what each construct adds, as the docs' table says -------------------------------------
@@ -217,7 +198,7 @@ FOOTPRINTS: dict[str, tuple[Callable[[cdk.Stack, ProvisionedTable], object], Any
 
 
 def kinds(make: Callable[[cdk.Stack, ProvisionedTable], object] | None) -> Counter[str]:
-    stack = cdk.Stack(cdk.App(), "Footprint", env=cdk.Environment(region="us-east-1"))
+    stack = cdk.Stack(summary_app(), "Footprint", env=cdk.Environment(region="us-east-1"))
     table = with_table(stack)
     if make is not None:
         make(stack, table)
@@ -252,15 +233,23 @@ def test_the_docs_say_what_each_construct_adds() -> None:
 
 
 def test_the_pages_count_the_scalers_own_alarms_as_it_makes_them() -> None:
-    # GIVEN a scaler of one table: its own alarms, and those of the table (their ids name it)
+    # GIVEN a scaler of one table, in each alarm style: detailed, its own alarms and those
+    # of the table (their ids name it); summary, the alarms that watch them all
     stack = cdk.Stack(cdk.App(), "Own", env=cdk.Environment(region="us-east-1"))
     scaler = ThrottleAwareScaler(stack, "S", tables=[with_table(stack)])
     own = [alarm_id for alarm_id in scaler.alarms if "/" not in alarm_id]
     per_table = len(scaler.alarms) - len(own)
+    summary = cdk.Stack(summary_app(), "Own", env=cdk.Environment(region="us-east-1"))
+    folded = ThrottleAwareScaler(summary, "S", tables=[with_table(summary)])
+    alarms = len({id(a) for a in folded.alarms.values()})
     # THEN each page that counts them says as many
-    footprint = FOOTPRINT_PAGE.read_text()
-    said = re.search(r"The scaler's (\d+) alarms are (\d+) of its own and (\d+) for the", footprint)
+    footprint = " ".join(FOOTPRINT_PAGE.read_text().split())
+    said = re.search(
+        r"The scaler of one table makes (\d+) summary alarms; in the detailed style, its (\d+) "
+        r"alarms are (\d+) of its own and (\d+) for the",
+        footprint,
+    )
     assert said is not None
-    assert [int(n) for n in said.groups()] == [len(scaler.alarms), len(own), per_table]
+    assert [int(n) for n in said.groups()] == [alarms, len(scaler.alarms), len(own), per_table]
     global_tables = (FOOTPRINT_PAGE.parent / "global-tables.md").read_text()
     assert re.findall(r"the scaler's own (\d+)", " ".join(global_tables.split())) == [str(len(own))]

@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from aws_cdk import App, Stack
-from aws_cdk.assertions import Template
+from aws_cdk import Stack
 
 from constructs_pkg import ThrottleAwareScaler
+from constructs_pkg.common._alarm_summary import MAX_METRICS
 from constructs_pkg.scaler._scaler import MEMORY_MB as SCALER_MEMORY_MB
 from ddb_capacity_runtime.aws.metrics import queries
 from ddb_capacity_runtime.core.settings import DEFAULT_TICK_MINUTES
@@ -20,6 +20,7 @@ from ddb_capacity_tools.simulator.ensemble import settings_of
 from ddb_capacity_tools.simulator.params import ModelParams
 from ddb_capacity_tools.simulator.prices import Prices
 from ddb_capacity_tools.simulator.scaler_cost import (
+    CHECKS_PER_ALARM,
     MEMORY_MB,
     QUERIES_PER_DIMENSION,
     TABLE_METRICS,
@@ -30,6 +31,7 @@ from ddb_capacity_tools.simulator.scenarios import scenario
 from ddb_capacity_tools.simulator.tune import tune
 from ddb_capacity_tools.simulator.tune_runs import place, scaler_dollars
 from ddb_capacity_tools.simulator.tune_words import _rows, terms
+from tests.support.alarm_style import summary_app
 from tests.support.scaler_construct import feed
 from tests.support.shape import ROOT
 
@@ -71,15 +73,19 @@ def test_the_cost_assumes_the_scalers_memory_tick_and_reads() -> None:
     assert len(queries([("orders", None, "read")])) == QUERIES_PER_DIMENSION
 
 
-def test_the_alarms_charged_are_the_ones_a_managed_table_gets() -> None:
-    # GIVEN a table with a GSI (4 dimensions) under a scaler
-    stack = Stack(App(), "Shop")
-    feed(stack).enable_throttle_aware_scaling(ThrottleAwareScaler(stack, "Scaler"))
-    alarms = Template.from_stack(stack).find_resources("AWS::CloudWatch::Alarm")
-    # THEN the alarms on the table are what the cost charges for, one per dimension and one
-    per_table = [a for a in alarms if "ScalerThrottledFeed" in a or "ScalerHotKeyFeed" in a]
+def test_the_alarms_charged_are_the_share_of_an_alarm_a_managed_tables_checks_take() -> None:
+    # GIVEN a table with a GSI (4 dimensions) under a scaler, with the default summary alarms
+    stack = Stack(summary_app(), "Shop")
+    scaler = ThrottleAwareScaler(stack, "Scaler")
+    feed(stack).enable_throttle_aware_scaling(scaler)
+    # THEN the table's checks, one per dimension and one for a hot key, share one alarm,
+    # and the cost charges that share of it
+    per_table = [k for k in scaler.alarms if k.startswith(("SustainedThrottling/", "HotKey/"))]
     assert len(per_table) == 5
-    assert monthly_scaler_cost(4).alarms == pytest.approx(5 * Prices().alarm_month)
+    assert len({id(scaler.alarms[k]) for k in per_table}) == 1
+    assert CHECKS_PER_ALARM == MAX_METRICS
+    share = 5 / CHECKS_PER_ALARM * Prices().alarm_month
+    assert monthly_scaler_cost(4).alarms == pytest.approx(share)
 
 
 def test_each_part_follows_the_mode_the_tick_and_the_prices() -> None:

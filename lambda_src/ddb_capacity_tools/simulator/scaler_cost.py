@@ -13,13 +13,14 @@ tiers), with the construct's defaults (a tick every 2 minutes, its alarms on):
   (what shows the minutes delivered when every table is idle), and, in autopilot, the
   history, `HISTORY_QUERIES_PER_HOUR` a dimension an hour (a dimension's delivery witness,
   read only at a tick about to lower it on minutes without a datapoint, is not counted);
-- its alarms on the table: ``SustainedThrottling`` on each dimension, ``HotKey`` on the table;
+- its checks on the table, ``SustainedThrottling`` on each dimension and ``HotKey`` on the
+  table: in the default summary alarms, `CHECKS_PER_ALARM` of them share one ``Throttled``
+  alarm, so each is charged that share of an alarm (with the detailed alarms, one each);
 - the tick's invocations, one a tick of `TICK_SECONDS` at `MEMORY_MB`, all charged to the one
   table (a scaler managing more tables shares them: a few cents a month in all).
 
 Not counted, as they are paid once a scaler, a stack or an account whatever the number of
-tables: the alarm topic's KMS key ($1 a month), the function's own alarms, its log group and
-dead-letter queue, and the metrics of the scaler's deployment (dimension ``StateStore``),
+tables: the function's own alarms (its ``Failing`` and ``Stuck``), its log group, and the metrics of the scaler's deployment (dimension ``StateStore``),
 `DEPLOYMENT_METRICS` of them every tick, $1.20 a month a scaler at list price. So `tune`,
 `advise` and `reserve` leave them out of every policy's cost. A table's dimensions are its
 read and write and each GSI's. GSIs costed without their table (``table=False``:
@@ -56,6 +57,9 @@ WITNESS_QUERIES = 1
 HISTORY_QUERIES_PER_HOUR = 1
 """In autopilot, the history's metrics read a dimension an hour (docs: Autopilot, "Calls and
 state": 24 a day)."""
+CHECKS_PER_ALARM = 10
+"""The checks one summary alarm watches (CloudWatch's 10 metrics an alarm;
+``constructs_pkg.common._alarm_summary.MAX_METRICS``)."""
 TICK_SECONDS = 1.0
 """An invocation's time for one table: a handful of AWS calls, each tens of milliseconds in the
 Region, and Python's own (at a tick every 2 minutes the function mostly stays warm)."""
@@ -109,6 +113,6 @@ def monthly_scaler_cost(
         dimensions,
         metrics,
         requested / 1_000 * prices.metrics_requested_thousand,
-        (dimensions + table) * prices.alarm_month,
+        (dimensions + table) / CHECKS_PER_ALARM * prices.alarm_month,
         ticks * invocation * table,
     )
