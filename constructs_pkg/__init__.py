@@ -19,6 +19,7 @@ from ._exports import lazy_exports
 # Each feature is imported when one of its names is first used (_exports.lazy_exports).
 _LAZY = {
     "AlarmOptions": ".common",
+    "AlarmTopic": ".common",
     "DEFAULT_TABLE_QUOTA": ".table",
     "DEFAULT_TARGET_UTILIZATION": ".table",
     "Capacity": ".table",
@@ -47,7 +48,14 @@ _LAZY = {
 if TYPE_CHECKING:
     from ddb_capacity_runtime.core.surge import UNBOUNDED
 
-    from .common import AlarmOptions, FunctionOptions, acknowledge, apply_nag_packs, skip_checkov
+    from .common import (
+        AlarmOptions,
+        AlarmTopic,
+        FunctionOptions,
+        acknowledge,
+        apply_nag_packs,
+        skip_checkov,
+    )
     from .fast_path import FastPath, StreamSignal
     from .fleet import FleetAdvisor, NightlyTuning
     from .global_tables import GlobalTableCapacity, HighWaterMark, Replica
@@ -69,6 +77,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
 __all__ = [
     "AlarmOptions",
+    "AlarmTopic",
     "Capacity",
     "CapacityConfigError",
     "CapacityRequests",

@@ -46,7 +46,7 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import pipelines, region_info
 from constructs import Construct, IConstruct
 
-from constructs_pkg import ThrottleAwareScaler, acknowledge, apply_nag_packs
+from constructs_pkg import AlarmTopic, ThrottleAwareScaler, acknowledge, apply_nag_packs
 
 TAG_KEY, TAG_VALUE = "autoscaling_manager_enabled", "true"
 #: The context key that overrides the placeholders below (a JSON object, or a mapping in
@@ -240,11 +240,14 @@ class ScalerStack(cdk.Stack):
         self, scope: Construct, id: str, *, alarm_email: str | None = None, **kwargs: Any
     ) -> None:
         super().__init__(scope, id, **kwargs)
-        self.scaler = ThrottleAwareScaler(self, "Scaler", tag_key=TAG_KEY, tag_value=TAG_VALUE)
+        alarms = AlarmTopic(self, "DynamoDBCapacityAlarms").topic
+        self.scaler = ThrottleAwareScaler(
+            self, "Scaler", tag_key=TAG_KEY, tag_value=TAG_VALUE, alarm_topic=alarms
+        )
         if alarm_email:
             email = subscriptions.EmailSubscription(alarm_email)
-            self.scaler.alarm_topic.add_subscription(email)
-            subscription = self.scaler.alarm_topic.node.find_child(alarm_email)
+            alarms.add_subscription(email)
+            subscription = alarms.node.find_child(alarm_email)
             acknowledge(
                 subscription,
                 "Serverless-SNSRedrivePolicy",
@@ -253,7 +256,7 @@ class ScalerStack(cdk.Stack):
                 "account's CloudWatch, so a dead-letter queue would keep copies nobody reads.",
             )
         cdk.CfnOutput(self, "ScalerFunctionName", value=self.scaler.function.function_name)
-        cdk.CfnOutput(self, "AlarmTopicArn", value=self.scaler.alarm_topic.topic_arn)
+        cdk.CfnOutput(self, "AlarmTopicArn", value=alarms.topic_arn)
 
 
 class ScalerStage(cdk.Stage):

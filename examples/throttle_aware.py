@@ -108,7 +108,6 @@ class ThrottleAwareStack(cdk.Stack):
         for tagged in (feed, clicks, accounts):
             cdk.Tags.of(tagged).add("app", "feed")
         cdk.CfnOutput(self, "ScalerFunctionName", value=scaler.function.function_name)
-        cdk.CfnOutput(self, "AlarmTopicArn", value=scaler.alarm_topic.topic_arn)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from .._exports import lazy_exports
 
 _LAZY = {
     "AlarmOptions": "._alarms",
+    "AlarmTopic": "._alarm_sink",
     "acknowledge": "._compliance",
     "apply_nag_packs": "._compliance",
     "skip_checkov": "._compliance",
@@ -18,10 +19,18 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
+    from ._alarm_sink import AlarmTopic
     from ._alarms import AlarmOptions
     from ._compliance import acknowledge, apply_nag_packs, skip_checkov
     from ._function_options import FunctionOptions
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
-__all__ = ["AlarmOptions", "FunctionOptions", "acknowledge", "apply_nag_packs", "skip_checkov"]
+__all__ = [
+    "AlarmOptions",
+    "AlarmTopic",
+    "FunctionOptions",
+    "acknowledge",
+    "apply_nag_packs",
+    "skip_checkov",
+]

@@ -1,15 +1,18 @@
 """Runs in: CDK app (synth time).
 
-Where the library's alarms go: the topic a construct is given (``alarm_topic``), else an
-OpsItem in Systems Manager OpsCenter (`OPS_ITEM`), which needs no resource of its own."""
+Where the library's alarms go: the topic a construct is given (``alarm_topic``; an
+`AlarmTopic` is one made for them), else an OpsItem in Systems Manager OpsCenter
+(`OPS_ITEM`), which needs no resource of its own."""
 
 from __future__ import annotations
 
 from typing import cast
 
-from aws_cdk import Annotations
+from aws_cdk import Annotations, Aws
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
@@ -21,6 +24,48 @@ OPS_ITEM = cw_actions.SsmAction(
 """The action of an alarm given no topic: an OpsItem in the account's and Region's
 OpsCenter (severity 2, category Performance), one per alarm until it is resolved
 (CloudWatch deduplicates by alarm); no topic, key or policy to deploy or pay for."""
+
+
+class AlarmTopic(Construct):
+    """An SNS topic for the library's alarms, to pass as constructs' ``alarm_topic`` (one for
+    all of them, say) and subscribe to: SSL enforced, encrypted with its own KMS key (about
+    $1 a month, kept on ``cdk destroy`` as CDK keeps keys), which only CloudWatch alarms of
+    this account may use to publish. Its topic policy (made for the SSL rule, it replaces
+    SNS's default one) allows those alarms to publish: without that statement CloudWatch is
+    not authorized to (sns:Publish), and no alarm notifies. ``topic`` is the topic (child
+    ``Alarms``), ``key`` its key (child ``TopicKey``)."""
+
+    def __init__(
+        self, scope: Construct, id: str, *, display_name: str = "DynamoDB capacity alarms"
+    ) -> None:
+        super().__init__(scope, id)
+        self.key = kms.Key(
+            self,
+            "TopicKey",
+            enable_key_rotation=True,
+            description=f"Encrypts the topic {display_name}",
+        )
+        self.key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="AlarmsOfThisAccount",
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+                resources=["*"],
+                conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}},
+            )
+        )
+        self.topic = sns.Topic(
+            self, "Alarms", master_key=self.key, enforce_ssl=True, display_name=display_name
+        )
+        self.topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="AlarmsOfThisAccountPublish",
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["sns:Publish"],
+                resources=[self.topic.topic_arn],
+                conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}},
+            )
+        )
 
 
 def alarm_action(topic: sns.ITopic | None) -> cloudwatch.IAlarmAction:

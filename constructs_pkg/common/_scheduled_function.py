@@ -71,8 +71,6 @@ def scheduled_function(
         shared=shared,
     )
     _configure_failed_runs(scope, function, queue, every)
-    if queue is None:
-        _acknowledge_no_dead_letters(function, description)
     rule = events.Rule(
         scope,
         "Schedule",
@@ -85,6 +83,8 @@ def scheduled_function(
         ],
     )
     acknowledge_control_plane_function(function, calls)
+    if queue is None:
+        _acknowledge_no_dead_letters(scope, function, rule, description)
     return ScheduledFunction(function, policy, queue, rule)
 
 
@@ -126,19 +126,24 @@ def failed_runs(
     ]
 
 
-def _acknowledge_no_dead_letters(function: lambda_.Function, description: str) -> None:
+def _acknowledge_no_dead_letters(
+    scope: Construct, function: lambda_.Function, rule: events.Rule, description: str
+) -> None:
+    """The dead-letter findings on the function, its asynchronous invocations (``scope``'s
+    ``AsyncInvokeConfig``) and its rule, acknowledged: failed runs are counted and alarmed,
+    not kept."""
     reason = (
         f"A failed run of the {description} is counted (its Errors, the rule's "
         "FailedInvocations, AsyncEventsDropped) and alarmed; its scheduled event carries "
         "nothing to replay, so a dead-letter queue would keep nothing of use."
     )
+    packs = ("Serverless", "HIPAA.Security", "NIST.800.53.R5")
+    acknowledge_all(function, {f"{p}-LambdaDLQ": reason for p in packs})
     acknowledge_all(
-        function,
-        {
-            f"{pack}-LambdaDLQ": reason
-            for pack in ("Serverless", "HIPAA.Security", "NIST.800.53.R5")
-        },
+        scope.node.find_child("AsyncInvokeConfig"),
+        {"Serverless-LambdaAsyncFailureDestination": reason},
     )
+    acknowledge_all(rule, {"Serverless-EventBusDLQ": reason})
 
 
 def acknowledge_control_plane_function(function: lambda_.Function, calls: str) -> None:

@@ -27,6 +27,7 @@ from constructs_pkg import (
     acknowledge,
     apply_nag_packs,
 )
+from tests.support.alarm_style import alarm_actions_of
 from tests.support.capacity_requests_construct import (
     CHECKS_ALARMS,
     PK,
@@ -180,7 +181,7 @@ def test_failed_surges_and_the_functions_errors_are_alarmed(stack: cdk.Stack) ->
     shipments, _ = tables(stack)
     requests = CapacityRequests(stack, "Requests", tables=[shipments], fast_path=FastPath())
     template = Template.from_stack(stack)
-    topic = [stack.resolve(requests.alarm_topic.topic_arn)]
+    topic = alarm_actions_of(stack, requests)
     template.has_resource_properties(
         "AWS::CloudWatch::Alarm",
         {
@@ -291,7 +292,7 @@ def test_refused_reports_the_budget_and_surge_volume_are_alarmed(stack: cdk.Stac
     # GIVEN the fast path with its defaults, and one whose volume alarm is set
     shipments, plain = tables(stack)
     requests = CapacityRequests(stack, "Requests", tables=[shipments], fast_path=FastPath())
-    topic = [stack.resolve(requests.alarm_topic.topic_arn)]
+    topic = alarm_actions_of(stack, requests)
     template = Template.from_stack(stack)
     # THEN a malformed report and a surge that met its budget each page at once
     for metric in ("ReportsRefused", "SurgesOverBudget"):

@@ -23,6 +23,7 @@ from constructs_pkg import (
     FunctionOptions,
     ThrottleAwareScaler,
 )
+from tests.support.alarm_style import alarm_actions_of
 from tests.support.capacity_requests_construct import (
     CHECKS_ALARMS,
     PK,
@@ -160,7 +161,7 @@ def test_the_broker_has_exactly_what_a_request_needs(stack: cdk.Stack) -> None:
     template.resource_count_is("AWS::Events::Rule", 1)
     template.has_resource_properties(
         "AWS::CloudWatch::Alarm",
-        {"MetricName": "Errors", "AlarmActions": [stack.resolve(requests.alarm_topic.topic_arn)]},
+        {"MetricName": "Errors", "AlarmActions": alarm_actions_of(stack, requests)},
     )
     # and so are holds dropped without lowering their table
     template.has_resource_properties(
@@ -169,7 +170,7 @@ def test_the_broker_has_exactly_what_a_request_needs(stack: cdk.Stack) -> None:
             "Namespace": "DynamoDBCapacity",
             "MetricName": "HoldsDropped",
             "Threshold": 1,
-            "AlarmActions": [stack.resolve(requests.alarm_topic.topic_arn)],
+            "AlarmActions": alarm_actions_of(stack, requests),
         },
     )
 

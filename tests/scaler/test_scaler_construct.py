@@ -24,6 +24,7 @@ from constructs_pkg import (
     ThrottleAwareScaler,
 )
 from constructs_pkg.common._runtime import function_runtime
+from tests.support.alarm_style import alarm_actions_of
 from tests.support.capacity_requests_construct import CHECKS_ALARMS
 from tests.support.scaler_construct import PK, feed
 
@@ -427,7 +428,7 @@ def test_alarms_go_to_an_encrypted_ssl_only_topic(stack: cdk.Stack) -> None:
             }
         },
     )
-    topic = stack.resolve(scaler.topic.topic_arn)
+    (topic,) = alarm_actions_of(stack, scaler)
     alarms = template.find_resources("AWS::CloudWatch::Alarm")
     assert all(a["Properties"]["AlarmActions"] == [topic] for a in alarms.values())
     # errors, DLQ, not running, bad targets, refused tags, ignored tags, metrics stalled,
@@ -531,7 +532,7 @@ def test_a_table_updating_for_n_ticks_in_a_row_alarms(
     assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
     assert alarm["TreatMissingData"] == "notBreaching"
     assert_worst_table(alarm, "Updating", period, stack.resolve(scaler.state_store.table_name))
-    assert alarm["AlarmActions"] == [stack.resolve(scaler.topic.topic_arn)]
+    assert alarm["AlarmActions"] == alarm_actions_of(stack, scaler)
     assert f"for {ticks} ticks in a row" in alarm["AlarmDescription"]
     # AND it covers a table whose raises end retry-next-tick tick after tick (the tick counts
     # those as Updating), and says what to look at
@@ -553,7 +554,7 @@ def test_the_autopilots_plans_not_kept_alarm(
     assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
     assert alarm["TreatMissingData"] == "notBreaching"
     assert_worst_table(alarm, "PlansNotKept", period, stack.resolve(scaler.state_store.table_name))
-    assert alarm["AlarmActions"] == [stack.resolve(scaler.topic.topic_arn)]
+    assert alarm["AlarmActions"] == alarm_actions_of(stack, scaler)
     assert "plans-not-kept" in alarm["AlarmDescription"]
     assert scaler.alarms["PlansNotKept"] is not None
 
@@ -620,7 +621,7 @@ def test_each_managed_table_has_one_hot_key_alarm_on_its_own_key_range_throttles
         assert (alarm["EvaluationPeriods"], alarm["DatapointsToAlarm"]) == (ticks, ticks)
         assert alarm["TreatMissingData"] == "notBreaching"
         assert "THROTTLED_KEYS" in alarm["AlarmDescription"]
-        assert alarm["AlarmActions"] == [stack.resolve(scaler.topic.topic_arn)]
+        assert alarm["AlarmActions"] == alarm_actions_of(stack, scaler)
 
 
 @pytest.mark.parametrize(
@@ -653,7 +654,7 @@ def test_per_table_failures_alarm_on_their_first_tick(
     assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
     assert alarm["TreatMissingData"] == "notBreaching"  # sent only while it happens
     assert_worst_table(alarm, metric, tick * 60, stack.resolve(scaler.state_store.table_name))
-    assert alarm["AlarmActions"] == [stack.resolve(scaler.topic.topic_arn)]
+    assert alarm["AlarmActions"] == alarm_actions_of(stack, scaler)
 
 
 @pytest.mark.parametrize(

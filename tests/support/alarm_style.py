@@ -9,7 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 import aws_cdk as cdk
+from aws_cdk import aws_cloudwatch as cloudwatch
 
+from constructs_pkg.common._alarm_sink import OPS_ITEM
 from constructs_pkg.common._alarm_summary import ALARMS_CONTEXT
 
 
@@ -18,3 +20,13 @@ def summary_app(**props: Any) -> cdk.App:
     app = cdk.App(**props)
     app.node.set_context(ALARMS_CONTEXT, "summary")
     return app
+
+
+def alarm_actions_of(stack: cdk.Stack, construct: Any) -> list[Any]:
+    """The actions, resolved, that every alarm of ``construct`` takes: its topic's ARN,
+    else an OpsItem's."""
+    topic = construct.alarm_topic
+    if topic is not None:
+        return [stack.resolve(topic.topic_arn)]
+    alarm = cloudwatch.Alarm.from_alarm_arn(stack, "ActionOf", "arn:aws:cloudwatch:::alarm:x")
+    return [stack.resolve(OPS_ITEM.bind(stack, alarm).alarm_action_arn)]
