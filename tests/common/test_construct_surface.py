@@ -58,6 +58,7 @@ from ddb_capacity_runtime.requests.broker import NAMESPACE as BROKER_NAMESPACE
 from ddb_capacity_runtime.requests.client import BROKER_MAX_WAIT
 from ddb_capacity_runtime.scaler.handler import tick_deadline
 from ddb_capacity_runtime.scaler.shard import MARGIN
+from tests.support.alarm_style import alarm_actions_of
 from tests.support.construct_surface import PK, SMALL, settled
 from tests.support.docs import run_block
 from tests.support.shape import ROOT
@@ -156,6 +157,8 @@ def test_the_scaler_returns_every_alarm_it_makes_by_stable_id(stack: cdk.Stack) 
     # THEN every alarm of the template is in `alarms`, under a name of what it watches
     assert set(scaler.alarms) == {
         "Errors",
+        "RunsDropped",
+        "RunsExpired",
         "DeadLetters",
         "NotRunning",
         "BatchErrors",
@@ -231,10 +234,10 @@ def test_alarm_options_turn_off_rethreshold_and_add_actions(stack: cdk.Stack) ->
     assert {
         (a["Threshold"], a["EvaluationPeriods"], a["DatapointsToAlarm"]) for a in throttling
     } == {(50, 3, 3)}
-    # AND the errors alarm notifies the pager besides the scaler's topic
+    # AND the errors alarm notifies the pager besides the scaler's OpsItem
     errors = stack.resolve(cfn_of(scaler.alarms["Errors"], cloudwatch.CfnAlarm).alarm_actions)
     assert errors == [
-        {"Ref": stack.get_logical_id(cfn_of(scaler.topic, sns.CfnTopic))},
+        *alarm_actions_of(stack, scaler),
         {"Ref": stack.get_logical_id(cfn_of(pager, sns.CfnTopic))},
     ]
 
@@ -415,6 +418,8 @@ def test_capacity_requests_alarms_and_metrics(stack: cdk.Stack) -> None:
         "TimedOut",
         "HoldsDropped",
         "RestorerErrors",
+        "RestorerRunsDropped",
+        "RestorerRunsExpired",
         "HoldsBusy",
         "SignalsErrors",
         "SurgeBudget",

@@ -284,8 +284,8 @@ def test_failed_surges_and_the_functions_errors_are_alarmed(stack: cdk.Stack) ->
     # errors, surges
     # failed, entries ignored, combiner full, reports dropped, reports refused, surge
     # budget met, surge units, a bucket estimate not kept, a corroboration failed, surges
-    # unconfirmed, hook failures
-    template.resource_count_is("AWS::CloudWatch::Alarm", 17)
+    # unconfirmed, hook failures; restorer runs dropped or expired
+    template.resource_count_is("AWS::CloudWatch::Alarm", 19)
 
 
 def test_refused_reports_the_budget_and_surge_volume_are_alarmed(stack: cdk.Stack) -> None:

@@ -38,6 +38,7 @@ from ddb_capacity_runtime.core.names import OWNER_TAG, TARGET_TAG
 from ddb_capacity_runtime.core.settings import ScalerConfig
 from ddb_capacity_runtime.global_tables.replica_actions import ACTION_PREFIX, parse_schedule
 from examples.global_orders import GlobalOrdersReplicaStack, GlobalOrdersStack
+from tests.support.alarm_style import alarm_actions_of
 from tests.support.capacity_requests_construct import CHECKS_ALARMS
 from tests.support.checkov import checkov_reports, start_checkov, templates
 from tests.support.global_table_construct import KEY, global_table, make, new_stack
@@ -851,9 +852,7 @@ def test_the_replica_schedule_function_alarms_on_its_errors_once_a_stack() -> No
     assert (props["Namespace"], props["MetricName"]) == ("AWS/Lambda", "Errors")
     assert props["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": function}}]
     assert (props["Threshold"], props["Period"]) == (1, 300)
-    topic = first.alarm_topic.node.default_child
-    assert isinstance(topic, cdk.CfnElement)
-    assert props["AlarmActions"] == [{"Ref": stack.get_logical_id(topic)}]
+    assert props["AlarmActions"] == alarm_actions_of(stack, first)
     assert first.alarms["Errors"] is second.alarms["Errors"]
     # AND a third asking for another topic, or other options, is refused by name, naming
     # the capacity that set them

@@ -266,20 +266,17 @@ def test_the_restorer_runs_on_a_schedule_and_may_only_ask_the_broker(stack: cdk.
         "AWS::Events::Rule", {"ScheduleExpression": "rate(10 minutes)"}
     )
     statements = by_sid(policy(template, "Permissions of DynamoDB capacity hold restorer"))
-    assert set(statements) == {"WriteOwnLogs", "DeadLetters", "AskTheBroker"}
-    # It changes nothing itself: it may invoke the broker, and write its logs and dead letters
+    assert set(statements) == {"WriteOwnLogs", "AskTheBroker"}
+    # It changes nothing itself: it may invoke the broker, and write its logs
     assert statements["AskTheBroker"] == {
         "Sid": "AskTheBroker",
         "Effect": "Allow",
         "Action": "lambda:InvokeFunction",
         "Resource": stack.resolve(requests.broker.function_arn),
     }
-    assert statements["DeadLetters"]["Resource"] == stack.resolve(
-        requests.restorer.dead_letter_queue.queue_arn if requests.restorer else None
-    )
-    # errors of both, requests timed out, dropped holds, and holds no restore of 30 minutes
-    # could end
-    template.resource_count_is("AWS::CloudWatch::Alarm", 5)
+    # errors of both, requests timed out, dropped holds, holds no restore of 30 minutes
+    # could end, and restorer runs dropped or expired
+    template.resource_count_is("AWS::CloudWatch::Alarm", 7)
     busy = requests.alarms["HoldsBusy"].node.default_child
     assert isinstance(busy, cloudwatch.CfnAlarm)
     assert stack.resolve(busy.metric_name) == "HoldsBusy"

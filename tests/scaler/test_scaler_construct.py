@@ -23,6 +23,7 @@ from constructs_pkg import (
     ProvisionedTable,
     ThrottleAwareScaler,
 )
+from constructs_pkg.common._alarm_sink import AlarmTopic
 from constructs_pkg.common._runtime import function_runtime
 from tests.support.alarm_style import alarm_actions_of
 from tests.support.capacity_requests_construct import CHECKS_ALARMS
@@ -37,7 +38,7 @@ def statements(template: Template) -> dict[str, dict[str, Any]]:
     return {s["Sid"]: s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
 
 
-def test_function_schedule_and_dead_letter_path(stack: cdk.Stack) -> None:
+def test_function_and_schedule_with_no_dead_letter_queue(stack: cdk.Stack) -> None:
     table = feed(stack)
     scaler = ThrottleAwareScaler(stack, "Scaler", tables=[table])
     template = Template.from_stack(stack)
@@ -52,7 +53,6 @@ def test_function_schedule_and_dead_letter_path(stack: cdk.Stack) -> None:
             "ReservedConcurrentExecutions": 1,
             "Timeout": 180,
             "MemorySize": 256,
-            "DeadLetterConfig": {"TargetArn": stack.resolve(scaler.dead_letter_queue.queue_arn)},
             "Environment": {
                 "Variables": {
                     "SCALER_TABLES": stack.resolve(table.table.table_name),
@@ -69,7 +69,12 @@ def test_function_schedule_and_dead_letter_path(stack: cdk.Stack) -> None:
             },
         },
     )
-    # AND a 2-minute rule with retries and the dead-letter queue
+    # AND a 2-minute rule with retries, and no dead-letter queue anywhere (a failed run is
+    # counted: Errors, RunsDropped, RunsExpired)
+    assert scaler.dead_letter_queue is None
+    template.resource_count_is("AWS::SQS::Queue", 0)
+    (function,) = template.find_resources("AWS::Lambda::Function").values()
+    assert "DeadLetterConfig" not in function["Properties"]
     template.has_resource_properties(
         "AWS::Events::Rule",
         {
@@ -79,42 +84,15 @@ def test_function_schedule_and_dead_letter_path(stack: cdk.Stack) -> None:
                     {
                         "Arn": stack.resolve(scaler.function.function_arn),
                         "RetryPolicy": {"MaximumRetryAttempts": 2, "MaximumEventAgeInSeconds": 120},
-                        "DeadLetterConfig": {
-                            "Arn": stack.resolve(scaler.dead_letter_queue.queue_arn)
-                        },
                     }
                 )
             ],
         },
     )
-    template.has_resource_properties(
-        "AWS::Lambda::EventInvokeConfig",
-        {
-            "MaximumRetryAttempts": 0,
-            "MaximumEventAgeInSeconds": 120,
-            "DestinationConfig": {
-                "OnFailure": {"Destination": stack.resolve(scaler.dead_letter_queue.queue_arn)}
-            },
-        },
-    )
-    template.has_resource_properties("AWS::SQS::Queue", {"SqsManagedSseEnabled": True})
-    template.has_resource_properties(
-        "AWS::SQS::QueuePolicy",
-        {
-            "PolicyDocument": {
-                "Statement": Match.array_with(
-                    [
-                        Match.object_like(
-                            {
-                                "Effect": "Deny",
-                                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
-                            }
-                        )
-                    ]
-                )
-            }
-        },
-    )
+    (invoke,) = template.find_resources("AWS::Lambda::EventInvokeConfig").values()
+    assert invoke["Properties"]["MaximumRetryAttempts"] == 0
+    assert invoke["Properties"]["MaximumEventAgeInSeconds"] == 120
+    assert "DestinationConfig" not in invoke["Properties"]
     template.has_resource_properties("AWS::Logs::LogGroup", {"RetentionInDays": 365})
 
 
@@ -160,9 +138,8 @@ def test_iam_is_least_privilege_statement_by_statement(stack: cdk.Stack) -> None
         "ForgetStateTags",
         "ForgetStateTagsOnTaggedTables",
         "StateStore",
-        "DeadLetters",
         "AutoScalingChecksAlarms",
-    }  # no PutMetricData: the tick's metrics are EMF lines
+    }  # no PutMetricData; no dead letters to send: the tick's metrics are EMF lines
     assert by_sid["AutoScalingChecksAlarms"] == CHECKS_ALARMS
     assert by_sid["ReadTableQuota"] == {
         "Sid": "ReadTableQuota",
@@ -268,12 +245,6 @@ def test_iam_is_least_privilege_statement_by_statement(stack: cdk.Stack) -> None
         "Resource": "*",
     }
     assert by_sid["DiscoverTables"]["Action"] == "tag:GetResources"
-    assert by_sid["DeadLetters"] == {
-        "Sid": "DeadLetters",
-        "Effect": "Allow",
-        "Action": "sqs:SendMessage",
-        "Resource": stack.resolve(scaler.dead_letter_queue.queue_arn),
-    }
     # AND nothing inline, nothing AWS-managed
     template.resource_count_is("AWS::IAM::Policy", 0)
     template.has_resource_properties("AWS::IAM::Role", {"ManagedPolicyArns": Match.absent()})
@@ -384,8 +355,9 @@ def test_without_tag_discovery_there_is_no_wildcard_table_statement(stack: cdk.S
     assert "ManageTaggedTables" not in by_sid and "DiscoverTables" not in by_sid
 
 
-def test_alarms_go_to_an_encrypted_ssl_only_topic(stack: cdk.Stack) -> None:
-    scaler = ThrottleAwareScaler(stack, "Scaler", tables=[feed(stack)])
+def test_alarms_go_to_an_encrypted_ssl_only_alarm_topic(stack: cdk.Stack) -> None:
+    topic = AlarmTopic(stack, "Alarms").topic
+    scaler = ThrottleAwareScaler(stack, "Scaler", tables=[feed(stack)], alarm_topic=topic)
     template = Template.from_stack(stack)
     template.has_resource_properties("AWS::SNS::Topic", {"KmsMasterKeyId": Match.any_value()})
     template.has_resource_properties("AWS::KMS::Key", {"EnableKeyRotation": True})
@@ -736,10 +708,11 @@ def test_a_dropped_tick_alarms_on_five_minutes_of_its_queue_whatever_the_tick(
     stack: cdk.Stack, tick: int
 ) -> None:
     scaler = ThrottleAwareScaler(
-        stack, "Scaler", tables=[feed(stack)], tick=cdk.Duration.minutes(tick)
+        stack, "Scaler", tables=[feed(stack)], tick=cdk.Duration.minutes(tick), sharded=True
     )
     alarm = _per_table_alarm(Template.from_stack(stack), "DeadLettersAlarm")
-    # THEN one message seen on the dead-letter queue in a 5-minute period alarms
+    # THEN one message seen on a sharded scaler's dead-letter queue in 5 minutes alarms
+    assert scaler.dead_letter_queue is not None
     queue = stack.resolve(scaler.dead_letter_queue.queue_name)
     assert alarm["Dimensions"] == [{"Name": "QueueName", "Value": queue}]
     assert (alarm["Period"], alarm["EvaluationPeriods"], alarm["Threshold"]) == (300, 1, 1)

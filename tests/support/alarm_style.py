@@ -28,5 +28,6 @@ def alarm_actions_of(stack: cdk.Stack, construct: Any) -> list[Any]:
     topic = construct.alarm_topic
     if topic is not None:
         return [stack.resolve(topic.topic_arn)]
-    alarm = cloudwatch.Alarm.from_alarm_arn(stack, "ActionOf", "arn:aws:cloudwatch:::alarm:x")
+    found = stack.node.try_find_child("ActionOf")
+    alarm = found or cloudwatch.Alarm.from_alarm_arn(stack, "ActionOf", "arn:aws:cloudwatch:::a")
     return [stack.resolve(OPS_ITEM.bind(stack, alarm).alarm_action_arn)]
