@@ -403,10 +403,10 @@ def test_alarms_go_to_an_encrypted_ssl_only_alarm_topic(stack: cdk.Stack) -> Non
     (topic,) = alarm_actions_of(stack, scaler)
     alarms = template.find_resources("AWS::CloudWatch::Alarm")
     assert all(a["Properties"]["AlarmActions"] == [topic] for a in alarms.values())
-    # errors, DLQ, not running, bad targets, refused tags, ignored tags, metrics stalled,
-    # pinned at max, updating, holds dropped, plans not kept, 2 x 2 x (table + 1 GSI)
-    # throttling, and the table's hot key
-    assert len(alarms) == 11 + 4 + 1
+    # errors, runs dropped, runs expired, not running, bad targets, refused tags, ignored
+    # tags, metrics stalled, pinned at max, updating, holds dropped, plans not kept, 2 x 2 x
+    # (table + 1 GSI) throttling, and the table's hot key
+    assert len(alarms) == 12 + 4 + 1
     template.has_resource_properties(
         "AWS::CloudWatch::Alarm",
         {
@@ -417,10 +417,15 @@ def test_alarms_go_to_an_encrypted_ssl_only_alarm_topic(stack: cdk.Stack) -> Non
             "TreatMissingData": "breaching",
         },
     )
-    template.has_resource_properties(
-        "AWS::CloudWatch::Alarm",
-        {"MetricName": "ApproximateNumberOfMessagesVisible", "Threshold": 1},
-    )
+    for namespace, name in (
+        ("AWS/Events", "FailedInvocations"),
+        ("AWS/Lambda", "AsyncEventsDropped"),
+        ("AWS/Lambda", "Errors"),
+    ):
+        template.has_resource_properties(
+            "AWS::CloudWatch::Alarm",
+            {"MetricName": name, "Namespace": namespace, "Threshold": 1},
+        )
     template.has_resource_properties(
         "AWS::CloudWatch::Alarm",
         {"MetricName": "Errors", "Namespace": "AWS/Lambda", "Threshold": 1},

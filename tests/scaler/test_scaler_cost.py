@@ -182,7 +182,7 @@ def test_a_gsi_advised_alone_is_charged_what_the_scaler_adds_for_it() -> None:
     assert charged == pytest.approx(added)
     alone = monthly_scaler_cost(2, tick_minutes=2, table=False)
     assert (alone.metrics, alone.invocations) == (0, 0)
-    assert alone.alarms == pytest.approx(2 * Prices().alarm_month)
+    assert alone.alarms == pytest.approx(2 / CHECKS_PER_ALARM * Prices().alarm_month)
     # its dimensions' reads: what two more dimensions add to a table's (not the state
     # store's read, which is the table's)
     two_more = monthly_scaler_cost(4, tick_minutes=2).reads - monthly_scaler_cost(2).reads
