@@ -84,8 +84,6 @@ SCALER_METRICS = {
         (
             "Decisions",
             "ThrottleEventsSeen",
-            "DecreasesLeft",
-            "ForecastsOn",
             "KeyRangeThrottleEvents",
             "HeldByReservation",
         ),
@@ -96,7 +94,6 @@ SCALER_METRICS = {
     **dict.fromkeys(
         (
             "SharedFailures",
-            "TablesManaged",
             "ControlPlaneThrottles",
             "DeadlinePassed",
             "TablesFound",

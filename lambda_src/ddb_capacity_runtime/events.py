@@ -64,6 +64,13 @@ emitting function's state store (``core.names.metrics_store``), which tells one 
 Region; the constructs' alarms watch their own store's series."""
 
 
+LOGGED = frozenset({"DecreasesLeft", "ForecastsOn", "TablesManaged"})
+"""Values a record carries as fields of its log line only, never as metrics: levels nearly
+always above 0, each a custom metric billed every hour if sent. The other values are sent
+as metrics only while not 0 (billed for the hours they happen); every value stays in the
+line, for CloudWatch Logs Insights."""
+
+
 def emf_record(
     namespace: str,
     values: Mapping[str, float],
@@ -76,7 +83,8 @@ def emf_record(
     dimension: str = STORE_DIMENSION,
 ) -> dict[str, Any]:
     """One Embedded Metric Format record of ``values`` in ``namespace`` at ``timestamp``
-    (seconds since the epoch): per table (dimension ``TableName``) or for the deployment of
+    (seconds since the epoch), its values not 0 and not `LOGGED` as metrics: per table
+    (dimension ``TableName``) or for the deployment of
     the state store ``store`` (dimension `STORE_DIMENSION`; ``store`` None: no dimension,
     for a function with no store). ``unit`` None: the metrics carry no unit. Those of a
     table's ``values`` named in ``undimensioned`` are also published for the deployment,
@@ -88,10 +96,11 @@ def emf_record(
     def metrics(names: Iterable[str]) -> list[dict[str, str]]:
         return [{"Name": n, "Unit": unit} if unit else {"Name": n} for n in names]
 
-    also = [n for n in values if n in undimensioned] if table else list(values)
+    sent = [n for n in values if values[n] and n not in LOGGED]
+    also = [n for n in sent if n in undimensioned] if table else sent
     groups = []
-    if table:
-        groups.append({"Dimensions": [["TableName"]], "Metrics": metrics(values)})
+    if table and sent:
+        groups.append({"Dimensions": [["TableName"]], "Metrics": metrics(sent)})
     if also:
         groups.append({"Dimensions": [[dimension]] if store else [[]], "Metrics": metrics(also)})
     return {
@@ -100,7 +109,7 @@ def emf_record(
             "CloudWatchMetrics": [{"Namespace": namespace, **g} for g in groups],
         },
         **({"TableName": table} if table else {}),
-        **({dimension: store} if store and also else {}),
+        **({dimension: store} if store and (also or not table) else {}),
         **values,
     }
 

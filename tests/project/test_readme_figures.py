@@ -11,7 +11,11 @@ from typing import Any
 import pytest
 
 from constructs_pkg.common._runtime import staged_asset
-from ddb_capacity_tools.simulator.scaler_cost import DEPLOYMENT_METRICS, TABLE_METRICS
+from ddb_capacity_tools.simulator.scaler_cost import (
+    DEPLOYMENT_METRICS,
+    TABLE_METRICS,
+    monthly_fixed_cost,
+)
 from tests.support.assets import SCALER, zipped_size
 from tests.support.moto_world import World
 from tests.support.shape import ROOT
@@ -51,7 +55,7 @@ def monthly(metrics: int, tables: int) -> float:
     return first * METRIC_DOLLARS + (total - first) * METRIC_DOLLARS_BEYOND
 
 
-def test_a_tables_metrics_and_their_price_are_what_the_docs_say(world: World) -> None:
+def test_a_steady_tables_record_sends_no_metric_as_the_docs_say(world: World) -> None:
     # GIVEN a steady table, nothing wrong with it, in the default mode
     name = world.table("steady", 100, 100)
     world.traffic(name, "read", 60)
@@ -59,31 +63,36 @@ def test_a_tables_metrics_and_their_price_are_what_the_docs_say(world: World) ->
     # WHEN a tick runs
     _, lines = world.tick()
     (record,) = [r for r in lines if "_aws" in r and r.get("TableName") == name]
-    metrics = {m["Name"] for m in record["_aws"]["CloudWatchMetrics"][0]["Metrics"]}
-    # THEN the docs state that many metrics, and the dollars they cost
-    n = len(metrics)
-    assert n == TABLE_METRICS + 1  # the scaler's running cost counts them (and ForecastsOn)
-    for text in (README, SCALER_GUIDE):
-        (count,) = stated(r"(\d+) (?:CloudWatch )?custom metrics", text)
-        assert int(count) == n, metrics
-        per_table, fleet = stated(
-            r"about \$([\d.]+) a table a month[;,] (?:and )?about "
-            r"\$([\d,]+) a month at 2,500 tables",
-            text,
-        )[0]
-        assert float(per_table) == pytest.approx(monthly(n, 1))
-        assert float(fleet.replace(",", "")) == pytest.approx(monthly(n, 2_500))
+    # THEN its record declares no metric, its counts (0) and levels are fields of the line
+    assert record["_aws"]["CloudWatchMetrics"] == []
+    assert record["Decisions"] == 0 and record["DecreasesLeft"] > 0 and "ForecastsOn" in record
+    assert TABLE_METRICS == 0  # the scaler's running cost counts none
+    (count,) = stated(r"\((\d+) custom metrics in a steady tick\)", README)
+    assert int(count) == TABLE_METRICS
+    assert "A steady table's record sends no custom metric" in " ".join(SCALER_GUIDE.split())
 
 
-def test_a_scalers_own_metrics_and_their_price_are_what_the_docs_say(world: World) -> None:
+def test_a_busy_tables_counts_are_metrics_while_they_happen(world: World) -> None:
+    # GIVEN a table throttled on its reads
+    name = world.table("busy", 100, 20)
+    world.traffic(name, "read", 100, throttles=600)
+    # WHEN a tick runs
+    _, lines = world.tick()
+    (record,) = [r for r in lines if "_aws" in r and r.get("TableName") == name]
+    # THEN the counts not 0 are its metrics, the levels never
+    sent = {m["Name"] for g in record["_aws"]["CloudWatchMetrics"] for m in g["Metrics"]}
+    assert {"Decisions", "ThrottleEventsSeen"} <= sent
+    assert not sent & {"DecreasesLeft", "ForecastsOn", "Failures"}
+
+
+def test_a_scalers_own_metrics_are_none_in_a_steady_tick(world: World) -> None:
     # GIVEN two steady tables, nothing wrong with them, in the default mode
     for name in (world.table("steady-a", 100, 100), world.table("steady-b", 100, 100)):
         world.traffic(name, "read", 60)
         world.traffic(name, "write", 55)
     # WHEN a tick runs
     _, lines = world.tick()
-    # THEN the metrics of the deployment (dimension StateStore), whatever the number of its
-    # tables, are the ones the cost model and the docs count
+    # THEN the deployment (dimension StateStore) has no metric; the tick's line its counts
     deployment = {
         m["Name"]
         for r in lines
@@ -92,17 +101,8 @@ def test_a_scalers_own_metrics_and_their_price_are_what_the_docs_say(world: Worl
         if group["Dimensions"] == [["StateStore"]]
         for m in group["Metrics"]
     }
-    assert deployment == {"CapacityAtMax", "Failures", "SharedFailures", "TablesManaged"}
-    assert len(deployment) == DEPLOYMENT_METRICS
-    (count, names, dollars) = stated(
-        r"Once a scaler, whatever the number of its tables, (\d+) metrics of its deployment "
-        r"\(dimension `StateStore`\) have data every tick: ([^:]+): \$([\d.]+) a month",
-        SCALER_GUIDE,
-    )[0]
-    assert int(count) == len(deployment)
-    assert set(re.findall(r"`(\w+)`", names)) == deployment
-    assert float(dollars) == pytest.approx(monthly(len(deployment), 1))
-    (readme_count, readme_dollars) = stated(
-        r"(\d+) metrics of its own \(\$([\d.]+) a month a scaler", README
-    )[0]
-    assert (int(readme_count), float(readme_dollars)) == (len(deployment), float(dollars))
+    assert deployment == set() and DEPLOYMENT_METRICS == 0
+    (tick,) = [r for r in lines if "_aws" in r and "TableName" not in r]
+    assert tick["TablesManaged"] == 2
+    (fixed,) = stated(r"\$([\d.]+) a month a scaler whatever the number of its tables", README)
+    assert float(fixed) == pytest.approx(round(monthly_fixed_cost(), 2))

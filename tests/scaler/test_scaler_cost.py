@@ -25,6 +25,7 @@ from ddb_capacity_tools.simulator.scaler_cost import (
     QUERIES_PER_DIMENSION,
     TABLE_METRICS,
     TICK_MINUTES,
+    monthly_fixed_cost,
     monthly_scaler_cost,
 )
 from ddb_capacity_tools.simulator.scenarios import scenario
@@ -52,10 +53,8 @@ def test_the_documented_costs_are_computed() -> None:
         c = monthly_scaler_cost(dims)
         parts = f"${c.metrics:.2f}, ${c.reads:.2f}, ${c.alarms:.2f} and ${c.invocations:.2f}"
         assert f"{label}: {parts}, **${c.total:.2f} a month**" in scaler
-    n = TABLE_METRICS
-    assert (
-        f"the {n + 1} metrics of the table's record in autopilot ({n} in reactive mode)" in scaler
-    )
+    assert f"the {TABLE_METRICS} metrics of a steady table's record" in scaler
+    assert f"**${monthly_fixed_cost():.2f} a month** (`monthly_fixed_cost`)" in scaler
     two, four = monthly_scaler_cost(2).total, monthly_scaler_cost(4).total
     assert f"about ${two:.2f} a month for a table without GSIs and ${four:.2f} with one" in tune
     alone = monthly_scaler_cost(2, table=False).total
@@ -90,15 +89,15 @@ def test_the_alarms_charged_are_the_share_of_an_alarm_a_managed_tables_checks_ta
 
 def test_each_part_follows_the_mode_the_tick_and_the_prices() -> None:
     auto, reactive = monthly_scaler_cost(2), monthly_scaler_cost(2, autopilot=False)
-    # reactive mode: one metric fewer (no ForecastsOn) and no history read
-    assert auto.metrics - reactive.metrics == pytest.approx(Prices().custom_metric_month)
+    # reactive mode: no history read (and no metric either way: ForecastsOn is logged)
+    assert auto.metrics == reactive.metrics == 0
     assert auto.reads - reactive.reads == pytest.approx(2 * 730 / 1_000 * 0.01)
     # a tick every minute: twice the tick's reads and invocations
     fast = monthly_scaler_cost(2, autopilot=False, tick_minutes=1)
     assert fast.reads == pytest.approx(2 * reactive.reads)
     assert fast.invocations == pytest.approx(2 * reactive.invocations)
     dear = monthly_scaler_cost(2, prices=Prices(custom_metric_month=0.60, alarm_month=0.20))
-    assert (dear.metrics, dear.alarms) == pytest.approx((2 * auto.metrics, 2 * auto.alarms))
+    assert dear.alarms == pytest.approx(2 * auto.alarms)
     for bad in ({"dimensions": 0}, {"dimensions": 2, "tick_minutes": 0}):
         with pytest.raises(ValueError, match="must be 1 or more"):
             monthly_scaler_cost(**bad)  # type: ignore[arg-type]

@@ -6,7 +6,7 @@ every app (tests/conftest.py), so that each check's alarm can be read on its own
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -29,5 +29,8 @@ def alarm_actions_of(stack: cdk.Stack, construct: Any) -> list[Any]:
     if topic is not None:
         return [stack.resolve(topic.topic_arn)]
     found = stack.node.try_find_child("ActionOf")
-    alarm = found or cloudwatch.Alarm.from_alarm_arn(stack, "ActionOf", "arn:aws:cloudwatch:::a")
+    alarm = cast(
+        cloudwatch.IAlarm,
+        found or cloudwatch.Alarm.from_alarm_arn(stack, "ActionOf", "arn:aws:cloudwatch:::a"),
+    )
     return [stack.resolve(OPS_ITEM.bind(stack, alarm).alarm_action_arn)]

@@ -4,13 +4,13 @@ What the library's scaler (``ThrottleAwareScaler``) costs a month for one table 
 from list prices (`prices.Prices`: us-east-1, Lambda on arm64, CloudWatch's first
 tiers), with the construct's defaults (a tick every 2 minutes, its alarms on):
 
-- the tick's custom metrics: each managed table's record makes `TABLE_METRICS` of them, and
-  ``ForecastsOn`` besides in autopilot, billed like any custom metric by the hour it has data
-  (the rarer ones, only in the hours they are not 0, are not counted);
+- the tick's custom metrics: a steady table's record makes `TABLE_METRICS` of them (none: a
+  count is a metric only in the hours it is not 0, and its levels, ``DecreasesLeft`` and
+  ``ForecastsOn``, are fields of the log line only; the hours with something to count are
+  not counted);
 - its GetMetricData reads: `QUERIES_PER_DIMENSION` metrics a dimension a tick (consumed
   capacity and throttle events; the throttles by cause, read only while a dimension is
-  throttled, are not counted), the state store's consumed reads, `WITNESS_QUERIES` a tick
-  (what shows the minutes delivered when every table is idle), and, in autopilot, the
+  throttled, are not counted), and, in autopilot, the
   history, `HISTORY_QUERIES_PER_HOUR` a dimension an hour (a dimension's delivery witness,
   read only at a tick about to lower it on minutes without a datapoint, is not counted);
 - its checks on the table, ``SustainedThrottling`` on each dimension and ``HotKey`` on the
@@ -25,8 +25,8 @@ tables: the function's own alarms (its ``Failing`` and ``Stuck``), its log group
 `advise` and `reserve` leave them out of every policy's cost. A table's dimensions are its
 read and write and each GSI's. GSIs costed without their table (``table=False``:
 ``advise --index``) are charged what the scaler adds for them alone, their reads and their
-``SustainedThrottling`` alarms; the record's metrics, the ``HotKey`` alarm and the
-invocations are their table's.
+``SustainedThrottling`` checks; the ``HotKey`` check and the invocations are their
+table's.
 """
 
 from __future__ import annotations
@@ -38,22 +38,25 @@ from ddb_capacity_runtime.core.settings import DEFAULT_TICK_MINUTES
 from .candidates import MONTH_HOURS
 from .prices import Prices
 
-__all__ = ["ScalerCost", "monthly_scaler_cost"]
+__all__ = ["ScalerCost", "monthly_fixed_cost", "monthly_scaler_cost"]
 
-TABLE_METRICS = 5
-"""The custom metrics a managed table's record makes in every tick (``Decisions``,
-``ThrottleEventsSeen``, ``DecreasesLeft``, ``CapacityAtMax``, ``Failures``); ``ForecastsOn`` is
-one more in autopilot."""
-DEPLOYMENT_METRICS = 4
-"""The custom metrics a scaler's deployment (dimension ``StateStore``) has in every tick,
-whatever the number of its tables: ``CapacityAtMax`` (the worst table's, from each table's
-record), and the tick's own ``Failures``, ``SharedFailures`` and ``TablesManaged``; the
-others only in the hours they are not 0. Charged to no table."""
+TABLE_METRICS = 0
+"""The custom metrics a steady managed table's record makes in a tick: none. Its counts
+(``Decisions``, ``ThrottleEventsSeen``, ``CapacityAtMax``, ``Failures``, ...) are metrics only
+while not 0; ``DecreasesLeft`` and ``ForecastsOn`` are fields of its log line only
+(`ddb_capacity_runtime.events.LOGGED`)."""
+DEPLOYMENT_METRICS = 0
+"""The custom metrics a steady scaler's deployment (dimension ``StateStore``) has in a tick:
+none (its counts only while not 0; ``TablesManaged`` a field of the log line). Charged to no
+table."""
 QUERIES_PER_DIMENSION = 2
 """Metrics a tick reads a dimension (`ddb_capacity_runtime.aws.metrics.queries`)."""
 WITNESS_QUERIES = 1
 """Metrics a tick reads besides its dimensions': the state store's consumed reads
-(`ddb_capacity_runtime.aws.metrics.fetch`'s witness), charged to the one table."""
+(`ddb_capacity_runtime.aws.metrics.fetch`'s witness), once a scaler (`monthly_fixed_cost`)."""
+OWN_ALARMS = 2
+"""The scaler's own summary alarms, whatever its tables: ``Failing`` and ``Stuck`` (its
+``Throttled`` is its tables' checks, charged to them)."""
 HISTORY_QUERIES_PER_HOUR = 1
 """In autopilot, the history's metrics read a dimension an hour (docs: Autopilot, "Calls and
 state": 24 a day)."""
@@ -101,8 +104,8 @@ def monthly_scaler_cost(
         )
     prices = prices or Prices()
     ticks = MONTH_HOURS * 60 / tick_minutes
-    metrics = (TABLE_METRICS + autopilot) * prices.custom_metric_month * table
-    requested = WITNESS_QUERIES * ticks * table + dimensions * (
+    metrics = TABLE_METRICS * prices.custom_metric_month * table
+    requested = dimensions * (
         QUERIES_PER_DIMENSION * ticks + autopilot * HISTORY_QUERIES_PER_HOUR * MONTH_HOURS
     )
     invocation = (
@@ -115,4 +118,18 @@ def monthly_scaler_cost(
         requested / 1_000 * prices.metrics_requested_thousand,
         (dimensions + table) / CHECKS_PER_ALARM * prices.alarm_month,
         ticks * invocation * table,
+    )
+
+
+def monthly_fixed_cost(*, tick_minutes: int = TICK_MINUTES, prices: Prices | None = None) -> float:
+    """What a scaler costs a month whatever the number of its tables, charged to none of
+    them: its own summary alarms (`OWN_ALARMS`), the state store's read a tick
+    (`WITNESS_QUERIES`) and its deployment's metrics in a steady tick (`DEPLOYMENT_METRICS`).
+    No topic or key: its alarms open OpsItems unless given a topic."""
+    prices = prices or Prices()
+    ticks = MONTH_HOURS * 60 / tick_minutes
+    return (
+        OWN_ALARMS * prices.alarm_month
+        + WITNESS_QUERIES * ticks / 1_000 * prices.metrics_requested_thousand
+        + DEPLOYMENT_METRICS * prices.custom_metric_month
     )
