@@ -19,10 +19,12 @@ tiers), with the construct's defaults (a tick every 2 minutes, its alarms on):
 - the tick's invocations, one a tick of `TICK_SECONDS` at `MEMORY_MB`, all charged to the one
   table (a scaler managing more tables shares them: a few cents a month in all).
 
-Not counted, as they are paid once a scaler, a stack or an account whatever the number of
-tables: the function's own alarms (its ``Failing`` and ``Stuck``), its log group, and the metrics of the scaler's deployment (dimension ``StateStore``),
-`DEPLOYMENT_METRICS` of them every tick, $1.20 a month a scaler at list price. So `tune`,
-`advise` and `reserve` leave them out of every policy's cost. A table's dimensions are its
+Not counted, as they are paid once a scaler whatever the number of its tables
+(`monthly_fixed_cost`): its own alarms (``Failing`` and ``Stuck``), the state store's
+consumed reads (`WITNESS_QUERIES` a tick, what shows the minutes delivered when every table
+is idle) and the metrics of the scaler's deployment (dimension ``StateStore``),
+`DEPLOYMENT_METRICS` of them in a steady tick; and its log group. So `tune`, `advise` and
+`reserve` leave them out of every policy's cost. A table's dimensions are its
 read and write and each GSI's. GSIs costed without their table (``table=False``:
 ``advise --index``) are charged what the scaler adds for them alone, their reads and their
 ``SustainedThrottling`` checks; the ``HotKey`` check and the invocations are their
