@@ -1,4 +1,4 @@
-"""The README's figures for the spike with the table's stream as a signal are what
+"""The overview's figures (docs/overview.md, which the README links) for the spike with the table's stream as a signal are what
 ``ddb-capacity simulate`` prints for it today: each is computed here from one run and must
 appear in the README as written, so a change of the model that moves them fails until the
 README says the new figures."""
@@ -48,7 +48,7 @@ def test_the_readmes_spike_figures_are_the_simulators() -> None:
     doc = spike_with_stream()
     one = totals(doc["policies"])
     median = totals(doc["ensemble"]["policies"], "median")
-    readme = " ".join((ROOT / "README.md").read_text().split())
+    readme = " ".join((ROOT / "docs" / "overview.md").read_text().split())
     base = one["stock:70"][1]
     refused, cost = one["autopilot+stock:80"]
     assert refused == 0
@@ -88,7 +88,7 @@ def test_the_readmes_spike_figures_without_a_signal_are_the_simulators() -> None
     stock, same, more = (
         one[p][0] for p in ("stock:70", "autopilot+stock:70", "autopilot+stock:80")
     )
-    readme = " ".join((ROOT / "README.md").read_text().split())
+    readme = " ".join((ROOT / "docs" / "overview.md").read_text().split())
     said = "`autopilot+stock:70` refuses what stock:70 refuses ({:.1f} M units) and"
     if same == stock:
         assert said.format(stock / 1e6) in readme
@@ -109,7 +109,7 @@ def test_the_readmes_spike_figures_with_a_slower_update_are_the_simulators(minut
     assert main(argv, out, err) == 0, err.getvalue()
     one = totals(json.loads(out.getvalue())["policies"])
     ours, stock50 = one["autopilot+stock:80"][0], one["stock:50"][0]
-    readme = " ".join((ROOT / "README.md").read_text().split())
+    readme = " ".join((ROOT / "docs" / "overview.md").read_text().split())
     said = f"{ours / 1e6:.2f} M units to stock:50's {stock50 / 1e6:.2f} M"
     assert said in readme, said
     assert f"at {one['autopilot+stock:80'][1] / one['stock:70'][1]:.2f}x stock:70's cost" in readme

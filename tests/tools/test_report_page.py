@@ -354,7 +354,7 @@ def test_the_page_data_block_cannot_be_closed_by_a_value() -> None:
 def test_readme_screenshot_exists_and_is_small() -> None:
     shot = ROOT / "docs" / "images" / "spike-page.png"
     assert shot.is_file() and shot.stat().st_size < 400_000
-    assert "docs/images/spike-page.png" in (shot.parents[2] / "README.md").read_text()
+    assert "images/spike-page.png" in (shot.parents[2] / "docs" / "overview.md").read_text()
 
 
 def test_the_png_leaves_out_dimensions_no_policy_throttles_on_and_labels_the_bound(
