@@ -210,13 +210,17 @@ class AlarmSet:
         topic: sns.ITopic | None,
         options: Mapping[str, AlarmOptions],
         section: str,
+        *,
+        fold: bool = True,
     ) -> None:
         self._owner, self._where, self._options = owner, where, options
         self._section = section
         """The runbook's section of the construct's alarms (its class name)."""
         self._notify = alarm_action(topic)
         """The alarms' action, one object for every alarm of the set (it keeps no state)."""
-        self._summary = alarm_style(owner) == "summary"
+        self._summary = fold and alarm_style(owner) == "summary"
+        """Whether checks fold into summary alarms: the app's style, unless ``fold`` is
+        False (a construct of one check, one a stack, whose alarm users add actions to)."""
         self._groups: dict[str, list[SummaryAlarm]] = {}
         self._alarms: dict[str, cloudwatch.IAlarm] = {}
         self.alarms: Mapping[str, cloudwatch.IAlarm] = MappingProxyType(self._alarms)

@@ -108,8 +108,8 @@ class GlobalTableCapacityProps:
 
     alarm_topic: sns.ITopic | None = None
     """Where the replica-schedule function's errors alarm goes (shared by every
-    GlobalTableCapacity of the stack, as the function is: give them the same). Default: the
-    stack's shared library topic."""
+    GlobalTableCapacity of the stack, as the function is: give them the same). Default: None,
+    it opens an OpsItem in OpsCenter."""
 
     alarm_options: Mapping[str, AlarmOptions] | None = None
     """``{"Errors": AlarmOptions(...)}``. Default: on, 1 error in 5 minutes."""

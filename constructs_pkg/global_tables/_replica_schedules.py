@@ -171,7 +171,7 @@ class _ReplicaScheduleProvider(Construct):
         the stack then, and only its events say so)."""
         self.alarm_config = alarms
         alarm_set = AlarmSet(
-            self, alarms.where, alarms.topic, alarms.options, "GlobalTableCapacity"
+            self, alarms.where, alarms.topic, alarms.options, "GlobalTableCapacity", fold=False
         )
         alarm_set.add(
             "Errors",
@@ -364,7 +364,7 @@ def replica_provider(
     alarm_options: Mapping[str, AlarmOptions] | None,
 ) -> _ReplicaScheduleProvider:
     """The stack's one replica-schedule provider, made on first use as ``config``,
-    ``alarm_topic`` and ``alarm_options`` say (None: the stack's shared topic, the
+    ``alarm_topic`` and ``alarm_options`` say (None: an OpsItem for its alarm, the
     defaults); a later table (``where``) must ask for the same ``config``, and for the same
     alarms where it gives them (None: the provider's)."""
     stack = Stack.of(scope)

@@ -52,6 +52,7 @@ from ddb_capacity_runtime.requests.broker import BROKER_ENV, SCOPES_ENV
 from ddb_capacity_runtime.requests.broker import NAMESPACE as BROKER_NAMESPACE
 from ddb_capacity_runtime.requests.client import BROKER_MAX_WAIT
 
+from ..common import _wiring as wiring
 from ..common._alarm_sink import chosen_alarm_topic
 from ..common._alarms import AlarmOptions, AlarmSet, checked_alarm_options, emf_metric
 from ..common._compliance import acknowledge, acknowledge_function, skip_checkov
@@ -228,9 +229,8 @@ class CapacityRequestsProps:
     limit is 10, as new accounts have, can reserve none)."""
 
     alarm_topic: sns.ITopic | None = None
-    """Where the alarms on the broker's and the restorer's failures go. Default: the stack's
-    shared library topic (one SNS topic, SSL enforced, encrypted with one KMS key, for every
-    construct of the library in the stack given none)."""
+    """Where its alarms go. Default: None, each alarm opens an OpsItem in OpsCenter (no topic
+    or key deployed); pass a topic (an `AlarmTopic`'s, say) to be notified."""
 
     fast_path: FastPath | None = None
     """Deploy the signals function ([`FastPath`][]), which raises a dimension within seconds of
@@ -340,6 +340,8 @@ class CapacityRequests(Construct):
         """The stream reader (None without ``FastPath(stream=...)``)."""
         self._refuse_unused(fast_path, function_options)
         self.node.add_validation(Checked(self._validate))
+        # every scaler of the app that manages one of these tables, made before or after
+        wiring.serve(self, self._table_keys, self._join)
 
     # ------------------------------------------------------------------ checks at synth
 
@@ -643,9 +645,36 @@ class CapacityRequests(Construct):
             for table, owner, extra in self._indexes
         ]
 
+    def _join(self, scaler: ThrottleAwareScaler) -> None:
+        """Connect ``scaler``, which manages one of these tables, as it comes (`wiring`):
+        at once if it is not connected, never twice; refused in Python, naming both, if it
+        keeps its state with another CapacityRequests."""
+        if scaler.state_store is self.hold_store:
+            return
+        if scaler.state_store.node.scope is not scaler:
+            shared = sorted(
+                {self._table_keys[k] for k in self._table_keys}
+                & set(
+                    (owner or table).node.path
+                    for table, owner, _ in self._served.indexes
+                    if any(table is managed for managed in scaler.tables)
+                )
+            )
+            raise CapacityConfigError(
+                f"{self._where}: serves {', '.join(shared) or 'a table'}, which "
+                f"ThrottleAwareScaler {scaler.node.path} manages, but that scaler keeps its "
+                f"state in {checks.store_of(scaler)}, and a scaler can be connected to one "
+                "CapacityRequests only: serve these tables from that one, or manage them "
+                "with another scaler"
+            )
+        self.connect(scaler)
+
     def connect(self, scaler: ThrottleAwareScaler) -> None:
         """Let ``scaler`` obey these holds and end them at expiry in its tick. A scaler that
-        manages these tables must be connected, or it would lower a held table.
+        manages one of these tables explicitly (its ``tables``, ``add_table`` or
+        ``enable_throttle_aware_scaling``) is connected without this call, whichever of
+        the two is made first; call it for a scaler that finds these tables by tag only
+        (that cannot be known at synth). Connecting a connected scaler again does nothing.
 
         Once connected, the scaler keeps its state (the configured minimum under a raise,
         the autopilot's plans) in this construct's hold store instead of its own
@@ -655,13 +684,8 @@ class CapacityRequests(Construct):
         ``state_store`` is then ``hold_store``, and the scaler's ``HoldsDropped`` alarm is
         removed while this construct's is on (both watch one metric; this one's topic and
         options then stand). A scaler has one state store, so it can be connected to one
-        CapacityRequests only, once; connect it before anything refers to its own
-        ``state_store`` or its ``HoldsDropped`` alarm.
-
-        Synthesis fails if a scaler that manages one of these tables explicitly (its
-        ``tables``, ``add_table`` or ``enable_throttle_aware_scaling``) is not connected; a
-        scaler that finds a table by tag only cannot be checked at synth, so connect it
-        yourself.
+        CapacityRequests only: a scaler that manages tables two CapacityRequests serve is
+        refused (``CapacityConfigError``, while the later one is built).
         """
         if not isinstance(scaler, ThrottleAwareScaler):
             raise CapacityConfigError(
@@ -670,10 +694,7 @@ class CapacityRequests(Construct):
             )
         current = scaler.state_store
         if current is self.hold_store:
-            raise CapacityConfigError(
-                f"{self._where}: ThrottleAwareScaler {scaler.node.path} is connected to it "
-                f"already; connect a scaler once"
-            )
+            return
         if current.node.scope is not scaler:
             raise CapacityConfigError(
                 f"{self._where}: ThrottleAwareScaler {scaler.node.path} already keeps its "

@@ -31,6 +31,7 @@ from ddb_capacity_runtime.core.settings import (
 )
 from ddb_capacity_runtime.scaler.shard import MARGIN
 
+from ..common import _wiring as wiring
 from ..common._alarm_sink import chosen_alarm_topic
 from ..common._alarms import (
     AlarmOptions,
@@ -424,6 +425,7 @@ class ThrottleAwareScaler(Construct):
         for index in [None, *indexes]:
             self._index_alarms(table, label, index)
         self._alarm_parts.hot_key(table, label)
+        wiring.manage(self, keys)  # capacity requests that serve it connect this scaler
 
     def _configure_bounds(self, table: TableCapacity, label: str) -> list[str]:
         """A ``TableCapacity``'s configured ranges as its overrides; a GSI added later gets

@@ -93,9 +93,8 @@ class ScalerProps:
     over (docs: Autopilot). ``"reactive"`` is 0.3's policy."""
 
     alarm_topic: sns.ITopic | None = None
-    """Where the alarms go. Default: the stack's shared library topic (one SNS topic, SSL
-    enforced, encrypted with one KMS key, for every construct of the library in the stack
-    given none)."""
+    """Where the alarms go. Default: None, each alarm opens an OpsItem in OpsCenter (no
+    topic or key deployed); pass a topic (an `AlarmTopic`'s, say) to be notified."""
 
     topic: sns.ITopic | None = None
     """The earlier name of ``alarm_topic`` (a warning at synth)."""

@@ -93,7 +93,7 @@ class _SettleProvider(Construct):
         (on_event, _), (is_complete, self.policy) = made["OnEvent"], made["IsComplete"]
         _grant_reads(self.policy)
         self.alarms = _settle_left_alarm(self, is_complete)
-        """The step's alarms by id (``SettleLeft``), on the stack's shared alarm topic."""
+        """The step's alarms by id (``SettleLeft``), each opening an OpsItem."""
         assert is_complete.role is not None
         self.role = is_complete.role
         """The role of `is_complete`, the one function that calls DynamoDB: each step's grant
@@ -272,6 +272,7 @@ def _settle_left_alarm(
         None,
         {},
         "PROVISION_THEN_SETTLE",
+        fold=False,  # its one check, one a stack: an alarm users may add an action to
     )
     series = {SETTLE_FUNCTION_DIMENSION: function.function_name}
     alarm_set.add(

@@ -557,24 +557,44 @@ def test_a_scaler_connects_to_one_capacity_requests_once(stack: cdk.Stack) -> No
     shipments, plain = tables(stack)
     scaler = ThrottleAwareScaler(stack, "Scaler", tables=[shipments, plain])
     first = CapacityRequests(stack, "Requests", tables=[shipments], restore_every=None)
-    second = CapacityRequests(stack, "Others", tables=[plain], restore_every=None)
-    first.connect(scaler)
-    # WHEN it is connected again, to the same or to other capacity requests
-    with pytest.raises(CapacityConfigError) as again:
-        first.connect(scaler)
-    with pytest.raises(CapacityConfigError) as other:
-        second.connect(scaler)
-    # THEN both are refused, naming the scaler and both constructs
-    assert str(again.value) == (
-        "CapacityRequests Test/Requests: ThrottleAwareScaler Test/Scaler is connected to it "
-        "already; connect a scaler once"
-    )
-    assert str(other.value) == (
-        "CapacityRequests Test/Others: ThrottleAwareScaler Test/Scaler already keeps its "
-        "state in the hold store of CapacityRequests Test/Requests; a scaler has one state "
-        "store, so it can be connected to one CapacityRequests only"
-    )
+    # THEN the scaler is connected as the first is built, and connecting it again is nothing
     assert scaler.state_store is first.hold_store
+    first.connect(scaler)
+    assert scaler.state_store is first.hold_store
+    # AND other capacity requests serving another of its tables are refused as they are
+    # built, naming the tables, the scaler, its store and the fix
+    with pytest.raises(CapacityConfigError) as other:
+        CapacityRequests(stack, "Others", tables=[plain], restore_every=None)
+    assert str(other.value) == (
+        "CapacityRequests Test/Others: serves Test/Plain, which ThrottleAwareScaler "
+        "Test/Scaler manages, but that scaler keeps its state in the hold store of "
+        "CapacityRequests Test/Requests, and a scaler can be connected to one "
+        "CapacityRequests only: serve these tables from that one, or manage them with "
+        "another scaler"
+    )
+
+
+def test_a_scaler_made_after_the_requests_is_connected_too(stack: cdk.Stack) -> None:
+    from constructs_pkg import ThrottleAwareScaler
+
+    shipments, plain = tables(stack)
+    requests = CapacityRequests(stack, "Requests", tables=[shipments])
+    scaler = ThrottleAwareScaler(stack, "Scaler", tables=[plain])
+    assert scaler.state_store is not requests.hold_store  # no table in common yet
+    shipments.enable_throttle_aware_scaling(scaler)  # now one
+    assert scaler.state_store is requests.hold_store
+    assert synth_errors(stack) == []
+
+
+def test_a_scaler_found_by_tag_alone_is_connected_by_hand(stack: cdk.Stack) -> None:
+    from constructs_pkg import ThrottleAwareScaler
+
+    shipments, _ = tables(stack)
+    requests = CapacityRequests(stack, "Requests", tables=[shipments])
+    scaler = ThrottleAwareScaler(stack, "Scaler", tag_key="capacity")
+    assert scaler.state_store is not requests.hold_store  # which tables it finds is unknown
+    requests.connect(scaler)
+    assert scaler.state_store is requests.hold_store
 
 
 @pytest.mark.parametrize("given", ["scaler", None], ids=["a string", "None"])
@@ -590,23 +610,16 @@ def test_connect_refuses_what_is_not_a_scaler(stack: cdk.Stack, given: object) -
     )
 
 
-UNCONNECTED = (
-    "[Test/Requests] CapacityRequests Test/Requests: ThrottleAwareScaler Test/Scaler manages "
-    "table Test/Shipments, which these requests serve too, but is not connected to them, so "
-    "it would take a hold's raised minimum for the configured minimum and keep it; connect "
-    "it: requests.connect(scaler)"
-)
-
-
-def test_an_unconnected_scaler_on_a_served_table_fails_synthesis(stack: cdk.Stack) -> None:
+def test_a_scaler_on_a_served_table_is_connected_without_a_call(stack: cdk.Stack) -> None:
     from constructs_pkg import ThrottleAwareScaler
 
-    # GIVEN a scaler and capacity requests on the same table, not connected
+    # GIVEN a scaler and capacity requests on the same table, no connect() call
     shipments, plain = tables(stack)
-    ThrottleAwareScaler(stack, "Scaler", tables=[shipments])
-    CapacityRequests(stack, "Requests", tables=[shipments, plain])
-    # WHEN the app is synthesized THEN it fails, naming both, the table and the fix
-    assert synth_errors(stack) == [UNCONNECTED]
+    scaler = ThrottleAwareScaler(stack, "Scaler", tables=[shipments])
+    requests = CapacityRequests(stack, "Requests", tables=[shipments, plain])
+    # THEN the scaler keeps its state in the requests' hold store, and the app synthesizes
+    assert scaler.state_store is requests.hold_store
+    assert synth_errors(stack) == []
 
 
 def test_requests_with_no_restorer_and_no_connected_scaler_fail_synthesis(
@@ -634,16 +647,17 @@ def test_requests_with_no_restorer_and_a_dry_run_scaler_fail_synthesis(stack: cd
     assert "and each one connected is a dry run, which changes nothing: nothing would end" in error
 
 
-def test_a_scaler_enabled_on_a_served_table_must_be_connected(stack: cdk.Stack) -> None:
+def test_a_scaler_enabled_on_a_served_table_is_connected(stack: cdk.Stack) -> None:
     from constructs_pkg import ThrottleAwareScaler
 
     # GIVEN a tag-discovering scaler, enabled on a table the capacity requests serve
     shipments, _ = tables(stack)
     scaler = ThrottleAwareScaler(stack, "Scaler", tag_key="autoscaling_manager_enabled")
     shipments.enable_throttle_aware_scaling(scaler)
-    CapacityRequests(stack, "Requests", tables=[shipments])
-    # WHEN the app is synthesized THEN it fails
-    assert synth_errors(stack) == [UNCONNECTED]
+    requests = CapacityRequests(stack, "Requests", tables=[shipments])
+    # THEN it is connected (the table is explicit), and the app synthesizes
+    assert scaler.state_store is requests.hold_store
+    assert synth_errors(stack) == []
 
 
 def test_a_scaler_connected_after_both_are_made_synthesizes(stack: cdk.Stack) -> None:
@@ -680,16 +694,15 @@ def test_a_scaler_connected_elsewhere_cannot_share_a_table(stack: cdk.Stack) -> 
     shipments, plain = tables(stack)
     scaler = ThrottleAwareScaler(stack, "Scaler", tables=[shipments, plain])
     CapacityRequests(stack, "Others", tables=[plain], restore_every=None).connect(scaler)
-    CapacityRequests(stack, "Requests", tables=[shipments])
-    # WHEN the app is synthesized THEN it fails: the scaler has its one store already
-    assert synth_errors(stack) == [
-        "[Test/Requests] CapacityRequests Test/Requests: ThrottleAwareScaler Test/Scaler "
-        "manages table Test/Shipments, which these requests serve too, but is not connected "
-        "to them, so it would take a hold's raised minimum for the configured minimum and "
-        "keep it; it keeps its state in the hold store of CapacityRequests Test/Others, and "
-        "a scaler can be connected to one CapacityRequests only: serve table Test/Shipments "
-        "from that one"
-    ]
+    # WHEN the other is built THEN it is refused in Python: the scaler has its one store
+    with pytest.raises(CapacityConfigError) as refused:
+        CapacityRequests(stack, "Requests", tables=[shipments])
+    assert str(refused.value) == (
+        "CapacityRequests Test/Requests: serves Test/Shipments, which ThrottleAwareScaler "
+        "Test/Scaler manages, but that scaler keeps its state in the hold store of "
+        "CapacityRequests Test/Others, and a scaler can be connected to one CapacityRequests "
+        "only: serve these tables from that one, or manage them with another scaler"
+    )
 
 
 def test_two_capacity_requests_cannot_serve_one_table(stack: cdk.Stack) -> None:

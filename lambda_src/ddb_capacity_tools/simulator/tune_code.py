@@ -196,6 +196,5 @@ def _fast_path_code(params: ModelParams, library: bool) -> str:
         )
     fast = "FastPath(stream=True)" if stream else "FastPath()"
     return "".join(words) + (
-        f"requests = CapacityRequests(stack, 'Requests', tables=[table], fast_path={fast})\n"
-        "requests.connect(scaler)\n"
+        f"CapacityRequests(stack, 'Requests', tables=[table], fast_path={fast})\n"
     )
