@@ -61,7 +61,7 @@ from ddb_capacity_runtime.core.settings import SETTINGS_BY_KEY
 from ddb_capacity_runtime.core.validators import is_region
 
 from . import advise as advise_module
-from . import fleet, local, page, request_command, reserve, reserve_command
+from . import flags_command, fleet, local, page, request_command, reserve, reserve_command
 from .cli_options import MAX_PROCESSES, NOT_TUNE, TUNE_DAYS, build_parser
 from .simulator import candidates as candidate_names
 from .simulator import chart, ensemble, report, schedules, tune_options, tune_scored, tune_words
@@ -726,6 +726,8 @@ def main(
             return _advise(args, out, err)
         if args.command == "reserve":
             return reserve_command.run(args, out, err, _score_from)
+        if args.command == "flags":
+            return flags_command.run(args, out)
         if args.command == "local":
             return local.run_local(args.app, args.stack or [], args.out, out)
         return _run(args, out, err)
@@ -737,6 +739,7 @@ def main(
         RequestInputError,
         OptionError,
         local.LocalError,
+        flags_command.FlagsError,
         CapacityRequestError,
     ) as exc:
         err.write(f"ddb-capacity: error: {request_command.refusal_text(exc)}\n")

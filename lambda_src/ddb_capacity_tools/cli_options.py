@@ -16,7 +16,7 @@ from typing import Any
 from ddb_capacity_runtime.core.names import STORE_ENV
 from ddb_capacity_runtime.requests.broker import BROKER_ENV
 
-from . import reserve_command
+from . import flags_command, reserve_command
 from .simulator import candidates as candidate_names
 from .simulator import tune_options, tune_scored
 from .simulator.backtest import MAX_DAYS
@@ -415,6 +415,7 @@ def build_parser() -> argparse.ArgumentParser:
     reserve_command.add_parser(sub)
     _request_parsers(sub)
     _local_parser(sub)
+    flags_command.add_parser(sub)
     for command in sub.choices.values():  # an argument it does not know shows its own usage
         command.set_defaults(command_parser=command)
     return parser

@@ -1,0 +1,120 @@
+"""Runs in: workstation (the `ddb-capacity` command).
+
+``ddb-capacity flags``: the feature flags a new app of the installed aws-cdk-lib gets (its
+``recommended-feature-flags.json``, what ``cdk init`` writes), merged into an app's
+``cdk.json``. A flag the app sets already keeps its value, and is named where it differs;
+``--check`` writes nothing and fails while a flag is missing.
+
+    ddb-capacity flags [--cdk-json PATH] [--check]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import tarfile
+from pathlib import Path
+from typing import Any, TextIO
+
+from ddb_capacity_runtime.core.errors import CapacityError
+
+__all__ = ["FlagsError", "add_parser", "merged", "recommended_flags", "run"]
+
+FLAGS_FILE = "package/recommended-feature-flags.json"
+"""Where aws-cdk-lib's bundle keeps the flags ``cdk init`` writes into a new app."""
+
+
+class FlagsError(CapacityError, ValueError):
+    """The flags cannot be read or merged: aws-cdk-lib is not installed, or ``cdk.json`` is
+    not a JSON object. Raised by ``ddb-capacity flags`` (`run`)."""
+
+
+def recommended_flags() -> tuple[str, dict[str, Any]]:
+    """The installed aws-cdk-lib's version and its recommended flags, read from its bundle
+    without importing it (no JavaScript kernel is started)."""
+    spec = importlib.util.find_spec("aws_cdk")
+    if spec is None or not spec.submodule_search_locations:
+        raise FlagsError("aws-cdk-lib is not installed here: pip install aws-cdk-lib")
+    bundles = sorted(Path(next(iter(spec.submodule_search_locations)), "_jsii").glob("*.tgz"))
+    bundles = [b for b in bundles if b.name.startswith("aws-cdk-lib@")]
+    if len(bundles) != 1:
+        raise FlagsError(f"aws-cdk-lib's bundle: found {len(bundles)}; expected one")
+    version = bundles[0].name.removeprefix("aws-cdk-lib@").removesuffix(".jsii.tgz")
+    with tarfile.open(bundles[0]) as archive:
+        member = archive.extractfile(FLAGS_FILE)
+        if member is None:
+            raise FlagsError(f"aws-cdk-lib {version} has no {FLAGS_FILE}")
+        flags = json.loads(member.read())
+    if not isinstance(flags, dict):
+        raise FlagsError(f"aws-cdk-lib {version}'s {FLAGS_FILE} is not a JSON object")
+    return version, flags
+
+
+def merged(
+    app: dict[str, Any], flags: dict[str, Any], where: str
+) -> tuple[dict[str, Any], list[str], dict[str, Any]]:
+    """``app`` (a cdk.json's object) with every flag of ``flags`` its ``context`` lacks;
+    returns it, the flags added, and the app's own values that differ from ``flags``."""
+    context = app.get("context", {})
+    if not isinstance(context, dict):
+        raise FlagsError(f"{where}: context: got {type(context).__name__}; expected a JSON object")
+    added = [k for k in flags if k not in context]
+    differ = {k: context[k] for k in flags if k in context and context[k] != flags[k]}
+    return {**app, "context": {**context, **{k: flags[k] for k in added}}}, added, differ
+
+
+def _read(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        app = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise FlagsError(f"{path}: not JSON ({exc.msg}, line {exc.lineno})") from None
+    if not isinstance(app, dict):
+        raise FlagsError(f"{path}: got a JSON {type(app).__name__}; expected a JSON object")
+    return app
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    """Merge (or ``--check``) the recommended flags into ``args.cdk_json``: 0 when done (or,
+    checking, when none is missing), 1 when checking finds some missing."""
+    path = Path(args.cdk_json)
+    version, flags = recommended_flags()
+    app, added, differ = merged(_read(path), flags, str(path))
+    for key, value in differ.items():
+        out.write(
+            f"{key}: kept yours, {json.dumps(value)} (recommended: {json.dumps(flags[key])})\n"
+        )
+    if args.check:
+        for key in added:
+            out.write(f"{key}: missing (recommended: {json.dumps(flags[key])})\n")
+        out.write(f"{path}: {len(added)} of aws-cdk-lib {version}'s {len(flags)} flags missing\n")
+        return 1 if added else 0
+    if added or not path.exists():
+        path.write_text(json.dumps(app, indent=2) + "\n")
+    out.write(
+        f"{path}: {len(added)} recommended feature flags of aws-cdk-lib {version} added, "
+        f"{len(differ)} of yours kept\n"
+    )
+    return 0
+
+
+def add_parser(sub: Any) -> None:
+    fl = sub.add_parser(
+        "flags",
+        help="add aws-cdk-lib's recommended feature flags to your app's cdk.json",
+        description="Merge the feature flags a new app of the installed aws-cdk-lib gets (what "
+        "cdk init writes) into your app's cdk.json: a flag you set keeps its value.",
+    )
+    fl.add_argument(
+        "--cdk-json",
+        metavar="PATH",
+        default="cdk.json",
+        help="the app's cdk.json (default: cdk.json in the current folder; made if missing)",
+    )
+    fl.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 while a recommended flag is missing",
+    )
