@@ -69,12 +69,19 @@ def test_mkdocs_build_strict_passes(site: Path) -> None:
 
 def test_the_reference_is_generated_from_the_docstrings(site: Path) -> None:
     expected = {
-        "constructs": [
+        "constructs/tables": [
             "constructs_pkg.table.ProvisionedTable",
             "constructs_pkg.table.TableCapacity",
             "constructs_pkg.table.Capacity",
+            "constructs_pkg.table.ProvisionedTableProps",
+        ],
+        "constructs/scaler": [
             "constructs_pkg.scaler.ThrottleAwareScaler",
+            "constructs_pkg.scaler.ScalerProps",
+        ],
+        "constructs/requests": [
             "constructs_pkg.requests.CapacityRequests",
+            "constructs_pkg.fast_path.FastPath",
         ],
         "runtime": [
             "ddb_capacity_runtime.requests.request_capacity",
@@ -113,7 +120,10 @@ def test_every_example_a_page_shows_is_its_file_as_it_is() -> None:
     would show as text), each block marked with the file it is: the block is the file (or
     its section), so a change of one without the other fails here."""
     shown = 0
-    for guide in sorted((DOCS / "guides").glob("*.md")):
+    pages = sorted((DOCS / "guides").glob("*.md")) + sorted(
+        (DOCS / "reference" / "constructs").glob("*.md")
+    )
+    for guide in pages:
         text = guide.read_text()
         assert "--8<--" not in text, f"{guide.name}: an include, shown as text on GitHub"
         for spec, block in re.findall(
@@ -121,7 +131,7 @@ def test_every_example_a_page_shows_is_its_file_as_it_is() -> None:
         ):
             assert block.splitlines() == example_lines(spec), f"{guide.name}: {spec}"
             shown += 1
-    assert shown == 9
+    assert shown == 15  # 9 in the guides, one on each construct family's page
 
 
 def test_examples_are_included_from_their_files(site: Path) -> None:
@@ -220,10 +230,12 @@ def test_the_reference_shows_what_attributes_are(site: Path) -> None:
     """Module constants, an attribute declared on a construct's class and a dataclass field
     each show the text of their docstring under their heading."""
     shown = {
-        "constructs": {
+        "constructs/tables": {
             "constructs_pkg.table.DEFAULT_TARGET_UTILIZATION": "stock default target",
-            "constructs_pkg.scaler.ThrottleAwareScaler.batches": "None unless sharded",
             "constructs_pkg.table.DEFAULT_SCALABLE_TARGET_QUOTA": "default quota",
+        },
+        "constructs/scaler": {
+            "constructs_pkg.scaler.ThrottleAwareScaler.batches": "None unless sharded",
         },
         "runtime": {
             "ddb_capacity_runtime.fast_path.hook.KEEPALIVE_SECONDS": "A busy table",
@@ -317,10 +329,13 @@ def test_no_table_has_an_empty_header(site: Path) -> None:
 
 def test_every_export_of_the_constructs_is_in_the_reference(site: Path) -> None:
     """Every public name of ``constructs_pkg`` (its ``__all__``) has an entry on the
-    constructs page, where it is defined or as the package's own."""
+    constructs pages (one per family, and the index), where it is defined or as the
+    package's own."""
     import constructs_pkg
 
-    built = (site / "reference" / "constructs.html").read_text()
+    pages = [site / "reference" / "constructs.html"]
+    pages += sorted((site / "reference" / "constructs").glob("*.html"))
+    built = "".join(p.read_text() for p in pages)
     ids = set(re.findall(r'id="(constructs_pkg[\w.]*)"', built))
     names = [n for n in constructs_pkg.__all__ if not n.startswith("_")]
     assert {"ScheduleEntry", "cron"} <= set(names)
