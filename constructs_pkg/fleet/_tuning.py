@@ -47,10 +47,10 @@ from ..common._lazy import lazy_json, lazy_list, lazy_string
 from ..common._props import Checked, bool_prop
 from ..common._runtime import advisor_code, runtime_function
 from ..common._scheduled_function import (
+    _acknowledge_no_dead_letters,
     _configure_failed_runs,
-    _dead_letter_queue,
     acknowledge_control_plane_function,
-    dead_letters,
+    failed_runs,
 )
 from ..scaler._scaler import ThrottleAwareScaler
 from ..scaler._scaler_alarms import worst
@@ -65,7 +65,16 @@ DEFAULT_MAX_STEP = 10
 FUNCTION_DEFAULTS = {"Tuner": FunctionDefaults(256, Duration.minutes(15), Duration.minutes(1))}
 """15 minutes: about 290 ms a table of four owned dimensions on a local moto server (one GetObject,
 a GetItem and an UpdateItem each), so about 3,000 owned tables a run."""
-ALARM_IDS = ("Changed", "DeadLetters", "Failures", "TablesFailed", "Unreadable", "Refused")
+ALARM_IDS = (
+    "Changed",
+    "Errors",
+    "RunsDropped",
+    "RunsExpired",
+    "Failures",
+    "TablesFailed",
+    "Unreadable",
+    "Refused",
+)
 """The alarms, by stable id (``alarm_options``, ``alarms``)."""
 
 
@@ -143,10 +152,11 @@ class NightlyTuningProps:
     """The earlier name of ``alarm_topic`` (a warning at synth)."""
 
     alarm_options: Mapping[str, AlarmOptions] | None = None
-    """Per alarm id (``"Changed"``, ``"DeadLetters"``, ``"Failures"``, ``"TablesFailed"``,
-    ``"Unreadable"``, ``"Refused"``), an ``AlarmOptions``. Default: every alarm on any count
-    in 5 minutes (``Changed``: a target value was changed; ``Refused``: the scaler refused a
-    tuned value outside ``allowed_targets``, on any count in a tick)."""
+    """Per alarm id (``"Changed"``, ``"Errors"``, ``"RunsDropped"``, ``"RunsExpired"``,
+    ``"Failures"``, ``"TablesFailed"``, ``"Unreadable"``, ``"Refused"``), an
+    ``AlarmOptions``. Default: every alarm on any count in 5 minutes (``Changed``: a target
+    value was changed; ``Refused``: the scaler refused a tuned value outside
+    ``allowed_targets``, on any count in a tick)."""
 
     function_options: Mapping[str, FunctionOptions] | None = None
     """``{"Tuner": FunctionOptions(...)}`` merged over its defaults: 256 MB, 15 minutes (1 to
@@ -198,7 +208,9 @@ class NightlyTuning(Construct):
         )
         env = settings.to_env()
         env["NIGHTLY_TUNING_OWNED"] = lazy_json(scaler, lambda: dict(scaler.owned_targets or {}))
-        self.dead_letter_queue = _dead_letter_queue(self, "DynamoDB nightly tuning")
+        self.dead_letter_queue = None
+        """None: a failed run is counted (its ``Errors``, ``RunsDropped``, ``RunsExpired``),
+        not kept; its scheduled event carries nothing to replay."""
         self.function, self.policy = runtime_function(
             self,
             "Function",
@@ -207,11 +219,11 @@ class NightlyTuning(Construct):
             config=config,
             environment=env,
             code=advisor_code(),
-            own=[dead_letters(self.dead_letter_queue)],
         )
-        _configure_failed_runs(self, self.function, self.dead_letter_queue, Duration.hours(1))
+        _configure_failed_runs(self, self.function, None, Duration.hours(1))
         acknowledge_control_plane_function(self.function, "S3, DynamoDB")
         self.rule = self._render_schedule(advisor.report_minute + AFTER_REPORT_MINUTES)
+        _acknowledge_no_dead_letters(self, self.function, self.rule, "DynamoDB nightly tuning")
         self._grant()
         tuned = ScalerConfig(tuned_targets=True, tuned_allowed=bounds.allowed)
         for key, value in tuned.to_env(TUNED_SETTINGS).items():
@@ -278,7 +290,6 @@ class NightlyTuning(Construct):
             targets=[
                 targets.LambdaFunction(
                     self.function,
-                    dead_letter_queue=self.dead_letter_queue,
                     retry_attempts=2,
                     max_event_age=Duration.hours(1),
                 )
@@ -333,16 +344,16 @@ class NightlyTuning(Construct):
     def _render_alarms(self, alarm_set: AlarmSet) -> None:
         period = Duration.minutes(5)
         alarm_set.add(
-            "DeadLetters",
+            "Errors",
             AlarmSpec(
-                self.dead_letter_queue.metric_approximate_number_of_messages_visible(
-                    period=period, statistic="Maximum"
-                ),
+                self.function.metric_errors(period=period),
                 says("A scheduled run of the nightly tuning failed"),
-                look=f"{TUNING_LOG} and the tuning's dead-letter queue",
+                look=f"the run's error in {TUNING_LOG}",
                 do="fix the cause; the next night runs again",
             ),
         )
+        for alarm_id, spec in failed_runs(self.function, self.rule, period, "nightly tuning"):
+            alarm_set.add(alarm_id, spec)
         for name, metric_name, what, look, do in TUNING_COUNT_ALARMS:
             alarm_set.add(
                 name,

@@ -123,7 +123,7 @@ def test_it_may_read_the_runs_and_write_the_tuned_attribute_of_owned_tables_only
 ) -> None:
     template, _ = synthesized
     found = statements(template)
-    assert set(found) == {"WriteOwnLogs", "DeadLetters", "ReadRuns", "ListRuns", "TuneOwnedTargets"}
+    assert set(found) == {"WriteOwnLogs", "ReadRuns", "ListRuns", "TuneOwnedTargets"}
     assert found["ReadRuns"]["Action"] == "s3:GetObject"
     assert found["ReadRuns"]["Resource"]["Fn::Join"][1][-1] == "/runs/*"
     tune = found["TuneOwnedTargets"]
@@ -197,7 +197,9 @@ def test_an_alarm_on_tuned_values_the_scaler_refuses(synthesized: tuple[Template
 def test_alarms_are_returned_by_id_and_can_be_turned_off(stack: cdk.Stack) -> None:
     tuning = app_with(stack, alarm_options={"Changed": AlarmOptions(enabled=False)})
     assert set(tuning.alarms) == {
-        "DeadLetters",
+        "Errors",
+        "RunsDropped",
+        "RunsExpired",
         "Failures",
         "TablesFailed",
         "Unreadable",
