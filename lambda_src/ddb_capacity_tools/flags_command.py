@@ -17,17 +17,12 @@ import tarfile
 from pathlib import Path
 from typing import Any, TextIO
 
-from ddb_capacity_runtime.core.errors import CapacityError
+from .tool_errors import FlagsError
 
 __all__ = ["FlagsError", "add_parser", "merged", "recommended_flags", "run"]
 
 FLAGS_FILE = "package/recommended-feature-flags.json"
 """Where aws-cdk-lib's bundle keeps the flags ``cdk init`` writes into a new app."""
-
-
-class FlagsError(CapacityError, ValueError):
-    """The flags cannot be read or merged: aws-cdk-lib is not installed, or ``cdk.json`` is
-    not a JSON object. Raised by ``ddb-capacity flags`` (`run`)."""
 
 
 def recommended_flags() -> tuple[str, dict[str, Any]]:

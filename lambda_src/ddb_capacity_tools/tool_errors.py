@@ -44,6 +44,12 @@ class RequestInputError(CapacityError, ValueError):
     (`cli`)."""
 
 
+class FlagsError(CapacityError, ValueError):
+    """The feature flags cannot be read or merged: aws-cdk-lib is not installed, or
+    ``cdk.json`` is not a JSON object. Raised by ``ddb-capacity flags``
+    (`flags_command.run`)."""
+
+
 class OptionError(CapacityError, ValueError):
     """A value argparse lets through that no option takes. Raised by ``ddb-capacity``
     (`cli`)."""
