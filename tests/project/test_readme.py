@@ -94,9 +94,10 @@ def test_readme_links_resolve() -> None:
     assert missing == []
 
 
-def test_readme_states_what_destroy_retains() -> None:
-    """The costs section names every kind of resource the constructs keep on cdk destroy
-    (DeletionPolicy Retain in the example app's templates), and says the state stores go."""
+def test_the_overview_states_what_destroy_retains() -> None:
+    """The overview's costs section (the README's links to it) names every kind of resource
+    the constructs keep on cdk destroy (DeletionPolicy Retain in the example app's
+    templates), and says the state stores go."""
     import aws_cdk as cdk
 
     from examples.__main__ import build_app
@@ -106,8 +107,9 @@ def test_readme_states_what_destroy_retains() -> None:
         "AWS::KMS::Key": "KMS key",
         "AWS::S3::Bucket": "reports bucket",
     }
-    text = README.read_text()
-    section = text[text.index("## Costs") : text.index("## Documentation")]
+    assert "docs/overview.md#costs" in README.read_text()
+    text = (ROOT / "docs" / "overview.md").read_text()
+    section = text[text.index("## Costs") : text.index("## Which package ships where")]
     assert "cdk destroy" in section
     retained = set()
     for stack in build_app().node.children:
@@ -117,7 +119,7 @@ def test_readme_states_what_destroy_retains() -> None:
                 if resource.get("DeletionPolicy") == "Retain":
                     retained.add(resource["Type"])
     assert retained, "the example app retains its tables"
-    assert retained <= set(words), f"retained and not in the README: {retained - set(words)}"
+    assert retained <= set(words), f"retained and not in the overview: {retained - set(words)}"
     for kind in retained:
         assert words[kind] in section
     assert section.count("**retained**") == len(retained)

@@ -1,6 +1,7 @@
-"""The figures the README and the scaler's guide state are measured here: the scaler
-asset's zipped size, and the custom metrics a managed table's record makes in the default
-mode (a real tick against moto) with what they cost, and those of the scaler's deployment."""
+"""The figures the overview, the design page and the scaler's guide state are measured
+here: the scaler asset's zipped size and its parts, and the custom metrics a managed table's
+record makes in the default mode (a real tick against moto) with what they cost, and those
+of the scaler's deployment."""
 
 from __future__ import annotations
 
@@ -10,8 +11,13 @@ from typing import Any
 
 import pytest
 
-from constructs_pkg.common._runtime import staged_asset
+from constructs_pkg.common._runtime import RUNTIME_PACKAGE, staged_asset
+from constructs_pkg.requests._capacity_requests import DEFAULT_RESTORE_EVERY
+from ddb_capacity_runtime.core.settings import DEFAULT_TICK_MINUTES
+from ddb_capacity_tools.simulator.candidates import MONTH_MINUTES
+from ddb_capacity_tools.simulator.prices import Prices
 from ddb_capacity_tools.simulator.scaler_cost import (
+    CHECKS_PER_ALARM,
     DEPLOYMENT_METRICS,
     TABLE_METRICS,
     monthly_fixed_cost,
@@ -20,8 +26,8 @@ from tests.support.assets import SCALER, zipped_size
 from tests.support.moto_world import World
 from tests.support.shape import ROOT
 
-README = (ROOT / "README.md").read_text()
 OVERVIEW = (ROOT / "docs" / "overview.md").read_text()
+DESIGN = (ROOT / "docs" / "index.md").read_text()
 SCALER_GUIDE = (ROOT / "docs" / "guides" / "scaler.md").read_text()
 METRIC_DOLLARS = 0.30
 """A custom metric a month for an account's first 10,000 (us-east-1), and beyond."""
@@ -39,8 +45,65 @@ def stated(pattern: str, text: str) -> list[Any]:
 
 def test_the_scaler_asset_size_is_what_the_overview_says() -> None:
     (kb,) = stated(r"the scaler's is about (\d+) KB zipped", OVERVIEW)
-    measured = zipped_size(staged_asset(SCALER)) / 1_000
-    assert abs(measured - int(kb)) <= 0.05 * measured, (kb, measured)
+    size = zipped_size(staged_asset(SCALER))
+    assert close(kb, size), (kb, size)
+
+
+def close(stated_kb: str, measured_bytes: int) -> bool:
+    """A size the docs state in KB within 5 % of the one measured."""
+    measured = measured_bytes / 1_000
+    return abs(measured - float(stated_kb)) <= 0.05 * measured
+
+
+def test_the_scaler_asset_and_its_parts_are_what_the_design_page_says() -> None:
+    # GIVEN the design page's sizes: the asset, its source, its bytecode, the whole package
+    ((asset, source, bytecode, package),) = stated(
+        r"measures the scaler's asset at ([\d.]+) KB zipped \(its source ([\d.]+) KB zipped, "
+        r"the tick's bytecode, ([\d.]+) KB unzipped, the rest; the whole package's source, "
+        r"as every function would carry it otherwise, ([\d.]+) KB zipped\)",
+        DESIGN,
+    )
+    # WHEN the asset is staged as the constructs stage it, and measured as the benchmark does
+    staged = staged_asset(SCALER)
+    measured = {
+        "asset": (asset, zipped_size(staged)),
+        "source": (source, zipped_size(staged, only_source=True)),
+        "bytecode": (bytecode, sum(p.stat().st_size for p in staged.rglob("*.pyc"))),
+        "package": (package, zipped_size(RUNTIME_PACKAGE, only_source=True)),
+    }
+    # THEN each is within 5 % of what the page says
+    off = {k: v for k, v in measured.items() if not close(*v)}
+    assert off == {}, off
+
+
+def units(written: str) -> int:
+    """A count as the docs write it, with thousands separators."""
+    return int(written.replace(",", ""))
+
+
+def test_the_overviews_costs_are_the_librarys_defaults_and_prices() -> None:
+    # GIVEN the overview's costs section
+    text = OVERVIEW[OVERVIEW.index("## Costs") : OVERVIEW.index("### What `cdk destroy`")]
+    # THEN the unit prices are the simulator's, and the settle step's hour at the mark is them
+    prices = Prices()
+    ((wcu, rcu),) = stated(r"\(\$([\d.]+) per WCU-hour, \$([\d.]+) per RCU-hour", text)
+    assert (float(wcu), float(rcu)) == (prices.wcu_hour, prices.rcu_hour)
+    ((reads, writes, dollars),) = stated(
+        r"\(`PROVISION_THEN_SETTLE`: ([\d,]+) RCU \+ ([\d,]+) WCU is \$([\d.]+)\)", text
+    )
+    hour = units(reads) * prices.rcu_hour + units(writes) * prices.wcu_hour
+    assert dollars == f"{hour:.2f}", (dollars, hour)
+    # AND the scaler's tick and the checks an alarm watches are the library's
+    (tick,) = stated(r"one Lambda invocation per tick \((\d+) minutes\)", text)
+    assert int(tick) == DEFAULT_TICK_MINUTES
+    (checks,) = stated(r"a `Throttled` for every (\d+) checks of its tables", text)
+    assert int(checks) == CHECKS_PER_ALARM
+    # AND the capacity requests' runs are a month of the default restore interval, within 2 %
+    ((every, runs),) = stated(r"at the default (\d+) minutes, about ([\d,]+) runs", text)
+    minutes = DEFAULT_RESTORE_EVERY.to_minutes()
+    assert int(every) == minutes
+    expected = MONTH_MINUTES / minutes
+    assert abs(units(runs) - expected) <= 0.02 * expected, (runs, expected)
 
 
 @pytest.fixture
@@ -68,7 +131,7 @@ def test_a_steady_tables_record_sends_no_metric_as_the_docs_say(world: World) ->
     assert record["_aws"]["CloudWatchMetrics"] == []
     assert record["Decisions"] == 0 and record["DecreasesLeft"] > 0 and "ForecastsOn" in record
     assert TABLE_METRICS == 0  # the scaler's running cost counts none
-    (count,) = stated(r"\((\d+) custom metrics in a steady tick\)", README)
+    (count,) = stated(r"\((\d+) custom metrics in a steady tick\)", OVERVIEW)
     assert int(count) == TABLE_METRICS
     assert "A steady table's record sends no custom metric" in " ".join(SCALER_GUIDE.split())
 
@@ -105,5 +168,5 @@ def test_a_scalers_own_metrics_are_none_in_a_steady_tick(world: World) -> None:
     assert deployment == set() and DEPLOYMENT_METRICS == 0
     (tick,) = [r for r in lines if "_aws" in r and "TableName" not in r]
     assert tick["TablesManaged"] == 2
-    (fixed,) = stated(r"\$([\d.]+) a month a scaler whatever the number of its tables", README)
+    (fixed,) = stated(r"\$([\d.]+) a month a scaler whatever the number of its tables", OVERVIEW)
     assert float(fixed) == pytest.approx(round(monthly_fixed_cost(), 2))
