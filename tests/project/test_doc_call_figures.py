@@ -48,7 +48,7 @@ def test_the_autopilots_call_figures_are_the_codes() -> None:
         assert text in page
 
 
-def test_the_readmes_hour_at_the_mark_is_the_price_list() -> None:
+def test_the_overviews_hour_at_the_mark_is_the_price_list() -> None:
     prices = Prices()
     hour = 8_000 * prices.unit_hour("read") + 2_000 * prices.unit_hour("write")
-    assert f"8,000 RCU + 2,000 WCU is ${hour:.2f}" in said("README.md")
+    assert f"8,000 RCU + 2,000 WCU is ${hour:.2f}" in said("docs/overview.md")

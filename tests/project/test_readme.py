@@ -94,9 +94,10 @@ def test_readme_links_resolve() -> None:
     assert missing == []
 
 
-def test_readme_states_what_destroy_retains() -> None:
-    """The costs section names every kind of resource the constructs keep on cdk destroy
-    (DeletionPolicy Retain in the example app's templates), and says the state stores go."""
+def test_the_overview_states_what_destroy_retains() -> None:
+    """The overview's costs section (the README's links to it) names every kind of resource
+    the constructs keep on cdk destroy (DeletionPolicy Retain in the example app's
+    templates), and says the state stores go."""
     import aws_cdk as cdk
 
     from examples.__main__ import build_app
@@ -106,8 +107,9 @@ def test_readme_states_what_destroy_retains() -> None:
         "AWS::KMS::Key": "KMS key",
         "AWS::S3::Bucket": "reports bucket",
     }
-    text = README.read_text()
-    section = text[text.index("## Costs") : text.index("## Documentation")]
+    assert "docs/overview.md#costs" in README.read_text()
+    text = (ROOT / "docs" / "overview.md").read_text()
+    section = text[text.index("## Costs") : text.index("## Which package ships where")]
     assert "cdk destroy" in section
     retained = set()
     for stack in build_app().node.children:
@@ -117,7 +119,7 @@ def test_readme_states_what_destroy_retains() -> None:
                 if resource.get("DeletionPolicy") == "Retain":
                     retained.add(resource["Type"])
     assert retained, "the example app retains its tables"
-    assert retained <= set(words), f"retained and not in the README: {retained - set(words)}"
+    assert retained <= set(words), f"retained and not in the overview: {retained - set(words)}"
     for kind in retained:
         assert words[kind] in section
     assert section.count("**retained**") == len(retained)
@@ -226,3 +228,25 @@ def test_a_refused_constructs_traceback_is_as_short_as_the_readme_says() -> None
         assert not [f for f in frames if f"jsii{os.sep}_kernel" in f.filename], name
         last = traceback.format_exception(caught)[-1].rstrip("\n")
         assert last.endswith(f"{type(caught).__name__}: {caught}"), name
+
+
+def test_the_cli_version_the_docs_name_is_the_pinned_one() -> None:
+    # GIVEN the CDK CLI pinned in package.json, and the version the README and guides install
+    pinned = json.loads((ROOT / "package.json").read_text())["devDependencies"]["aws-cdk"]
+    pages = [README, ROOT / "docs" / "guides" / "scaler.md"]
+    named = {p.name: re.findall(r"aws-cdk@([\d.]+)", p.read_text()) for p in pages}
+    # THEN each names it, and only it
+    assert all(named.values()), named
+    assert {v for found in named.values() for v in found} == {pinned}, (named, pinned)
+    # AND the testing page names its minor line
+    testing = (ROOT / "docs" / "testing.md").read_text()
+    assert f"`aws-cdk` {pinned.rsplit('.', 1)[0]}.x in `package.json`" in testing
+
+
+def test_the_readmes_tick_is_the_scalers_default() -> None:
+    from ddb_capacity_runtime.core.settings import DEFAULT_TICK_MINUTES
+
+    text = " ".join(README.read_text().split())
+    said = re.search(r"at its first tick \(every (\d+) minutes\)", text)
+    assert said is not None
+    assert int(said[1]) == DEFAULT_TICK_MINUTES

@@ -59,6 +59,11 @@ def test_the_documented_costs_are_computed() -> None:
     assert f"about ${two:.2f} a month for a table without GSIs and ${four:.2f} with one" in tune
     alone = monthly_scaler_cost(2, table=False).total
     assert f"its two `SustainedThrottling` alarms, about ${alone:.2f} a month in autopilot" in tune
+    overview = flat((DOCS.parent / "overview.md").read_text())
+    assert (
+        f"the scaler costs ${two:.2f} a month for a table without GSIs and ${four:.2f} for one "
+        "with a GSI" in overview
+    )
     simulator = flat((DOCS / "simulator.md").read_text())
     assert (
         f"about ${two:.2f} a month more for a table without GSIs (${four:.2f} with one)"

@@ -1,19 +1,10 @@
-"""The scaler's Lambda asset, built and measured as the tests of assets and of the README's
-figures read it."""
+"""Runs in: tests. The scaler's Lambda asset, measured as the tests of assets and of the
+docs' figures read it: the one measure is `benchmarks.asset_size`'s (deflate, as the CDK
+zips an asset), so what the benchmark prints and what the tests hold are the same bytes."""
 
 from __future__ import annotations
 
-import io
-import zipfile
-from pathlib import Path
+from benchmarks.asset_size import SCALER
+from benchmarks.asset_size import zipped as zipped_size
 
-SCALER = "ddb_capacity_runtime.scaler.handler.lambda_handler"
-
-
-def zipped_size(folder: Path) -> int:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for path in sorted(folder.rglob("*")):
-            if path.is_file():
-                archive.write(path, path.relative_to(folder))
-    return len(buffer.getvalue())
+__all__ = ["SCALER", "zipped_size"]
