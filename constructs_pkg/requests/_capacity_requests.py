@@ -348,15 +348,18 @@ class CapacityRequests(Construct):
     # ------------------------------------------------------------------ checks at synth
 
     def _validate(self) -> list[str]:
-        """At synth: without a restorer, a connected scaler that is not a dry run ends its
-        expired holds and surges (`checks.unended_holds`). This one check waits for synth
-        because it is about the scalers that are not there yet: one made later, a table
-        added to a scaler later, or a scaler found by tag connected by hand later, any of
-        them may still come while the app is built; the rest is checked in Python as each
-        construct is built (a table served twice, a scaler connected elsewhere)."""
+        """At synth: a scaler that finds one of its tables by tag is connected to it
+        (`checks.found_by_tag`), and, without a restorer, a connected scaler that is not a
+        dry run ends its expired holds and surges (`checks.unended_holds`). These two wait
+        for synth because what they are about may still come while the app is built: the
+        tables' tags (an aspect), a scaler made later or given a table later, a scaler found
+        by tag connected by hand. The rest is checked in Python as each construct is built
+        (a table served twice, a scaler connected elsewhere)."""
         scalers = checks.app_scalers(self)
         restored, fast = self.restorer is not None, self.signals is not None
-        return checks.unended_holds(self._served, restored, fast, scalers)
+        return checks.found_by_tag(self._served, scalers) + checks.unended_holds(
+            self._served, restored, fast, scalers
+        )
 
     # ------------------------------------------------------------------ construction
 

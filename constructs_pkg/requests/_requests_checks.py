@@ -4,8 +4,9 @@ The checks of [`CapacityRequests`][constructs_pkg.requests.CapacityRequests]: it
 props (each refusal naming the prop, the value received and what is allowed; ``where``
 names the construct), each table listed once (`add_once`) and served by one
 CapacityRequests of the app (`refuse_served_elsewhere`), a scaler connected to one only
-(`connected_elsewhere`), all as the construct is built; once the app is built, that
-expired holds have something to end them (`unended_holds`); and, before the templates are
+(`connected_elsewhere`), all as the construct is built; once the app is built, that a
+scaler finding one of its tables by tag is connected (`found_by_tag`) and expired holds
+have something to end them (`unended_holds`); and, before the templates are
 made, that the settle step of each table it serves reads its holds (`HoldReaders`)."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import jsii
-from aws_cdk import Duration, IAspect
+from aws_cdk import Duration, IAspect, TagManager
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct, IConstruct
 
@@ -197,6 +198,54 @@ def connected_elsewhere(where: str, labels: Sequence[str], scaler: ThrottleAware
         "already, and a scaler can be connected to one CapacityRequests only (it has one "
         f"state store): serve {them} from that one, or manage {them} with another scaler"
     )
+
+
+def _tags(table: dynamodb.ITable) -> Mapping[str, str]:
+    """The tags ``table`` carries in the template (its own and those its scopes gave it,
+    once the app's aspects have run); none for an imported table."""
+    for taggable in (table, table.node.default_child):
+        manager = TagManager.of(taggable) if taggable is not None else None
+        if manager is not None:
+            return manager.tag_values()
+    return {}
+
+
+def found_by_tag(served: Served, scalers: Sequence[ThrottleAwareScaler]) -> list[str]:
+    """Every one of the app's ``scalers`` that finds tables by a tag (its ``tag_key`` and
+    ``tag_value``) which a table ``served`` carries in the template, but keeps its state
+    elsewhere: at run time it would find that table and take a hold's raised minimum for
+    the configured minimum. Checked at synth only, for two reasons: the tags are given to
+    the tables as the app is synthesized (``Tags.of(scope).add`` is an aspect), and such a
+    scaler is connected by hand, a call that may come after both are built. A tag given
+    outside the app (the console, another stack) is not seen here."""
+    errors = []
+    for scaler in scalers:
+        if not scaler.tag_key or scaler.state_store is served.hold_store:
+            continue
+        tag = f"{scaler.tag_key}={scaler.tag_value}"
+        shared = sorted(
+            (owner or table).node.path
+            for table, owner, _ in served.indexes
+            if _tags(table).get(scaler.tag_key) == scaler.tag_value
+        )
+        if not shared:
+            continue
+        it = "it" if len(shared) == 1 else "them"
+        if scaler.state_store.node.scope is scaler:
+            fix = "connect it: requests.connect(scaler)"
+        else:
+            fix = (
+                f"it keeps its state in {store_of(scaler)}, and a scaler can be connected "
+                f"to one CapacityRequests only: take the tag off {it}, or serve {it} from that one"
+            )
+        errors.append(
+            f"{served.where}: ThrottleAwareScaler {scaler.node.path} finds tables by the tag "
+            f"{tag} (tag_key, tag_value), which {_tables(shared)} of these requests "
+            f"{'carries' if len(shared) == 1 else 'carry'}, but is not connected to them, so "
+            f"it would take a hold's raised minimum for the configured minimum and keep it; "
+            f"{fix}"
+        )
+    return errors
 
 
 def unended_holds(

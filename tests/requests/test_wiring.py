@@ -15,7 +15,7 @@ from aws_cdk.assertions import Template
 
 from constructs_pkg import CapacityConfigError, CapacityRequests, ThrottleAwareScaler
 from tests.support.alarm_style import summary_app
-from tests.support.capacity_requests_construct import tables
+from tests.support.capacity_requests_construct import synth_errors, tables
 
 
 def _explicit(stack: cdk.Stack) -> None:
@@ -143,4 +143,64 @@ def test_a_conflicting_connect_is_refused() -> None:
         "CapacityRequests Test/Others: ThrottleAwareScaler Test/Scaler already keeps its "
         "state in the hold store of CapacityRequests Test/Requests; a scaler has one state "
         "store, so it can be connected to one CapacityRequests only"
+    )
+
+
+@pytest.mark.parametrize("tagged", ["stack", "table"])
+def test_a_scaler_that_finds_a_served_table_by_its_tag_must_be_connected(tagged: str) -> None:
+    # GIVEN a scaler that finds tables by tag, and capacity requests on a table that carries
+    # that tag (given to the table, or to the whole stack)
+    stack = cdk.Stack(cdk.App(), "Test")
+    shipments, _ = tables(stack)
+    ThrottleAwareScaler(stack, "Scaler", tag_key="team", tag_value="orders")
+    CapacityRequests(stack, "Requests", tables=[shipments])
+    cdk.Tags.of(stack if tagged == "stack" else shipments).add("team", "orders")
+    # WHEN the app is synthesized THEN it fails: the tags are known only then, and the
+    # scaler, unconnected, would take a hold's raised minimum for the configured one
+    assert synth_errors(stack) == [
+        "[Test/Requests] CapacityRequests Test/Requests: ThrottleAwareScaler Test/Scaler "
+        "finds tables by the tag team=orders (tag_key, tag_value), which table "
+        "Test/Shipments of these requests carries, but is not connected to them, so it "
+        "would take a hold's raised minimum for the configured minimum and keep it; connect "
+        "it: requests.connect(scaler)"
+    ]
+
+
+def test_a_scaler_found_by_tag_and_connected_by_hand_synthesizes() -> None:
+    # GIVEN the same app, the scaler connected by hand after both are built
+    stack = cdk.Stack(cdk.App(), "Test")
+    shipments, _ = tables(stack)
+    scaler = ThrottleAwareScaler(stack, "Scaler", tag_key="team", tag_value="orders")
+    requests = CapacityRequests(stack, "Requests", tables=[shipments])
+    cdk.Tags.of(shipments).add("team", "orders")
+    requests.connect(scaler)
+    # THEN it synthesizes, and so does one whose tag has another value (not found)
+    assert synth_errors(stack) == []
+    other = cdk.Stack(cdk.App(), "Other")
+    shipments, _ = tables(other)
+    ThrottleAwareScaler(other, "Scaler", tag_key="team", tag_value="orders")
+    CapacityRequests(other, "Requests", tables=[shipments])
+    cdk.Tags.of(shipments).add("team", "billing")
+    assert synth_errors(other) == []
+
+
+def test_a_scaler_found_by_tag_but_connected_elsewhere_is_told_so() -> None:
+    # GIVEN a scaler found by tag, connected to capacity requests on one table, while other
+    # capacity requests serve a table carrying its tag
+    stack = cdk.Stack(cdk.App(), "Test")
+    shipments, plain = tables(stack)
+    scaler = ThrottleAwareScaler(stack, "Scaler", tag_key="team")
+    CapacityRequests(stack, "Requests", tables=[shipments]).connect(scaler)
+    CapacityRequests(stack, "Others", tables=[plain])
+    cdk.Tags.of(plain).add("team", "true")
+    # WHEN the app is synthesized THEN it fails, naming where the scaler keeps its state
+    (error,) = synth_errors(stack)
+    assert error.startswith(
+        "[Test/Others] CapacityRequests Test/Others: ThrottleAwareScaler Test/Scaler finds "
+        "tables by the tag team=true (tag_key, tag_value), which table Test/Plain"
+    )
+    assert error.endswith(
+        "it keeps its state in the hold store of CapacityRequests Test/Requests, and a "
+        "scaler can be connected to one CapacityRequests only: take the tag off it, or "
+        "serve it from that one"
     )
