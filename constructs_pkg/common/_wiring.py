@@ -3,9 +3,10 @@
 Constructs of one app that serve the same tables find each other, so that nobody wires them
 by hand: a construct that keeps tables' holds (a ``CapacityRequests``) says which tables it
 serves (`serve`), and a scaler says each table it comes to manage (`manage`); whichever of
-the two is made first, the holder's ``join`` is called with the scaler once they share a
-table. The features' layers stay as they are: the scaler knows nothing of the requests, only
-of this registry, one per app.
+the two is made first, the holder's ``join`` is called with the scaler and the tables they
+share once they share one. A holder asks which others serve its tables before it serves
+them (`holders`): a table has one. The features' layers stay as they are: the scaler knows
+nothing of the requests, only of this registry, one per app.
 """
 
 from __future__ import annotations
@@ -20,11 +21,16 @@ from constructs import Construct
 Key = tuple[str, str]
 """What tells a table apart in an app (`table._parts.table_keys`)."""
 
+Join = Callable[[Any, frozenset[Key]], None]
+"""A holder's ``join(scaler, shared)``: ``scaler`` manages the tables ``shared`` (their
+keys) that the holder serves."""
+
 
 @dataclass
 class _Holder:
+    owner: Construct
     keys: frozenset[Key]
-    join: Callable[[Any], None]
+    join: Join
 
 
 @dataclass
@@ -46,15 +52,22 @@ def _registry(scope: Construct) -> _Registry:
     return registry
 
 
-def serve(holder: Construct, keys: Collection[Key], join: Callable[[Any], None]) -> None:
+def holders(scope: Construct, keys: Collection[Key]) -> list[tuple[Construct, frozenset[Key]]]:
+    """Each holder of ``scope``'s app that serves one of the tables ``keys``, with the keys
+    it shares, in the order they were made."""
+    wanted = frozenset(keys)
+    return [(h.owner, h.keys & wanted) for h in _registry(scope).holders if h.keys & wanted]
+
+
+def serve(holder: Construct, keys: Collection[Key], join: Join) -> None:
     """``holder`` serves the tables ``keys``: ``join`` every scaler of the app that manages
     one of them, now and as they come."""
     registry = _registry(holder)
-    entry = _Holder(frozenset(keys), join)
+    entry = _Holder(holder, frozenset(keys), join)
     registry.holders.append(entry)
     for scaler, managed in registry.managed:
         if managed & entry.keys:
-            join(scaler)
+            join(scaler, frozenset(managed & entry.keys))
 
 
 def manage(scaler: Construct, keys: Collection[Key]) -> None:
@@ -68,4 +81,4 @@ def manage(scaler: Construct, keys: Collection[Key]) -> None:
         registry.managed.append((scaler, set(keys)))
     for holder in registry.holders:
         if holder.keys & set(keys):
-            holder.join(scaler)
+            holder.join(scaler, holder.keys & frozenset(keys))

@@ -8,10 +8,12 @@ table with conditional writes) and a broker function with its own narrow role: w
 granted invoking the broker and nothing else, and the broker checks every request against
 this construct's configuration before it raises anything. By default it also deploys a
 small scheduled restorer that ends expired holds, so a worker that dies mid-work leaves
-nothing raised behind. ``connect(scaler)`` lets a ``ThrottleAwareScaler`` obey the holds
-(it must, if it manages the same tables) and end them in its tick, keeping its own state in
-the hold store; the restorer stays even then (``CapacityRequests``: why), unless
-``restore_every=None`` leaves it out where that is safe.
+nothing raised behind. A ``ThrottleAwareScaler`` that manages one of the same tables is
+connected to it without a call, whichever is made first (`common._wiring`): it obeys the
+holds and ends them in its tick, keeping its own state in the hold store (``connect`` does
+it by hand, for a scaler that finds tables by tag); the restorer stays even then
+(``CapacityRequests``: why), unless ``restore_every=None`` leaves it out where that is
+safe.
 
 With ``fast_path=FastPath(...)`` it also deploys the signals function: the application's
 processes report what they consume and the throttles they meet within seconds (one
@@ -345,35 +347,18 @@ class CapacityRequests(Construct):
 
     # ------------------------------------------------------------------ checks at synth
 
-    def _shared_tables(self) -> list[str]:
-        """A table these requests serve that other CapacityRequests of the app serve too
-        (`table_keys`): each keeps its holds in its own store, so neither sees the other's,
-        and the release of a hold in one lowers the table under a hold of the other. Told
-        once, by the CapacityRequests made first."""
-        every = [x for x in self.node.root.node.find_all() if isinstance(x, CapacityRequests)]
-        mine = self._table_keys
-        errors = []
-        for other in every[every.index(self) + 1 :]:
-            for label in sorted({mine[k] for k in mine.keys() & other._table_keys}):
-                errors.append(
-                    f"{self._where}: serves table {label}, which CapacityRequests "
-                    f"{other.node.path} serves too; a table has one CapacityRequests (each "
-                    "keeps its own hold store, so neither sees the other's holds, and a "
-                    "release in one lowers the table under the other's hold): serve it from one"
-                )
-        return errors
-
     def _validate(self) -> list[str]:
-        """At synth, once ``connect`` has had its chance: no other CapacityRequests serves
-        one of its tables, every scaler that manages one of them explicitly keeps its state
-        in its hold store, and without a restorer a connected scaler ends its expired holds
-        and surges."""
+        """At synth: a scaler that finds one of its tables by tag is connected to it
+        (`checks.found_by_tag`), and, without a restorer, a connected scaler that is not a
+        dry run ends its expired holds and surges (`checks.unended_holds`). These two wait
+        for synth because what they are about may still come while the app is built: the
+        tables' tags (an aspect), a scaler made later or given a table later, a scaler found
+        by tag connected by hand. The rest is checked in Python as each construct is built
+        (a table served twice, a scaler connected elsewhere)."""
         scalers = checks.app_scalers(self)
         restored, fast = self.restorer is not None, self.signals is not None
-        return (
-            self._shared_tables()
-            + checks.unconnected_scalers(self._served, scalers)
-            + checks.unended_holds(self._served, restored, fast, scalers)
+        return checks.found_by_tag(self._served, scalers) + checks.unended_holds(
+            self._served, restored, fast, scalers
         )
 
     # ------------------------------------------------------------------ construction
@@ -435,6 +420,8 @@ class CapacityRequests(Construct):
         return store
 
     def _configure_tables(self, tables: Sequence[dynamodb.ITable | TableCapacity]) -> None:
+        """``tables`` checked, each listed once and none served by other CapacityRequests
+        of the app already (refused as this one is built), and kept."""
         given = table_list(self._where, tables)
         if not given:
             raise CapacityConfigError(
@@ -451,6 +438,8 @@ class CapacityRequests(Construct):
             checks.add_once(self._where, self._table_keys, table, (owner or table).node.path)
             self.tables.append(table)
             self._indexes.append((table, owner, []))
+        served_elsewhere = wiring.holders(self, self._table_keys)  # other CapacityRequests
+        checks.refuse_served_elsewhere(self._where, self._table_keys, served_elsewhere)
 
     def _render_broker(
         self, broker_concurrency: int | None
@@ -645,36 +634,26 @@ class CapacityRequests(Construct):
             for table, owner, extra in self._indexes
         ]
 
-    def _join(self, scaler: ThrottleAwareScaler) -> None:
-        """Connect ``scaler``, which manages one of these tables, as it comes (`wiring`):
-        at once if it is not connected, never twice; refused in Python, naming both, if it
-        keeps its state with another CapacityRequests."""
+    def _join(self, scaler: ThrottleAwareScaler, shared: frozenset[tuple[str, str]]) -> None:
+        """Connect ``scaler``, which manages the tables ``shared`` (their keys) of these, as
+        it comes (`wiring`): at once if it is not connected, never twice; refused in Python,
+        naming the tables, the scaler and its store, if it keeps its state with another
+        CapacityRequests (`checks.connected_elsewhere`)."""
         if scaler.state_store is self.hold_store:
             return
         if scaler.state_store.node.scope is not scaler:
-            shared = sorted(
-                {self._table_keys[k] for k in self._table_keys}
-                & set(
-                    (owner or table).node.path
-                    for table, owner, _ in self._served.indexes
-                    if any(table is managed for managed in scaler.tables)
-                )
-            )
-            raise CapacityConfigError(
-                f"{self._where}: serves {', '.join(shared) or 'a table'}, which "
-                f"ThrottleAwareScaler {scaler.node.path} manages, but that scaler keeps its "
-                f"state in {checks.store_of(scaler)}, and a scaler can be connected to one "
-                "CapacityRequests only: serve these tables from that one, or manage them "
-                "with another scaler"
-            )
+            labels = sorted({self._table_keys[k] for k in shared if k in self._table_keys})
+            raise CapacityConfigError(checks.connected_elsewhere(self._where, labels, scaler))
         self.connect(scaler)
 
     def connect(self, scaler: ThrottleAwareScaler) -> None:
-        """Let ``scaler`` obey these holds and end them at expiry in its tick. A scaler that
-        manages one of these tables explicitly (its ``tables``, ``add_table`` or
-        ``enable_throttle_aware_scaling``) is connected without this call, whichever of
-        the two is made first; call it for a scaler that finds these tables by tag only
-        (that cannot be known at synth). Connecting a connected scaler again does nothing.
+        """Let ``scaler`` obey these holds and end them at expiry in its tick. Not needed in
+        the common case: a scaler that manages one of these tables explicitly (its
+        ``tables``, ``add_table`` or ``enable_throttle_aware_scaling``) is connected without
+        this call, whichever of the two is made first, as the later is built. Call it for a
+        scaler that finds these tables by tag only (which tables carry its tag is known at
+        run time only). Calling it for a connected scaler does nothing, so an explicit call
+        leaves the template as it is.
 
         Once connected, the scaler keeps its state (the configured minimum under a raise,
         the autopilot's plans) in this construct's hold store instead of its own

@@ -2,10 +2,12 @@
 
 The checks of [`CapacityRequests`][constructs_pkg.requests.CapacityRequests]: its
 props (each refusal naming the prop, the value received and what is allowed; ``where``
-names the construct), each table listed once (`add_once`), and, once the app is built, that
-every scaler managing one of its tables is connected to it (`unconnected_scalers`,
-`unended_holds`); and, before the templates are made,
-that the settle step of each table it serves reads its holds (`HoldReaders`)."""
+names the construct), each table listed once (`add_once`) and served by one
+CapacityRequests of the app (`refuse_served_elsewhere`), a scaler connected to one only
+(`connected_elsewhere`), all as the construct is built; once the app is built, that a
+scaler finding one of its tables by tag is connected (`found_by_tag`) and expired holds
+have something to end them (`unended_holds`); and, before the templates are
+made, that the settle step of each table it serves reads its holds (`HoldReaders`)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import jsii
-from aws_cdk import Duration, IAspect
+from aws_cdk import Duration, IAspect, TagManager
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct, IConstruct
 
@@ -161,33 +163,87 @@ def app_scalers(scope: Construct) -> list[ThrottleAwareScaler]:
     return [s for s in scope.node.root.node.find_all() if isinstance(s, ThrottleAwareScaler)]
 
 
-def unconnected_scalers(served: Served, scalers: Sequence[ThrottleAwareScaler]) -> list[str]:
-    """Every one of the app's ``scalers`` that manages one of the tables ``served``
-    explicitly but keeps its state elsewhere: it would take a hold's raised minimum for an
-    operator's change and keep it as the configured minimum."""
+def _tables(labels: Sequence[str]) -> str:
+    return f"{'table' if len(labels) == 1 else 'tables'} {', '.join(labels)}"
+
+
+def refuse_served_elsewhere(
+    where: str,
+    keys: Mapping[tuple[str, str], str],
+    others: Sequence[tuple[Construct, frozenset[tuple[str, str]]]],
+) -> None:
+    """A table of ``keys`` (`table_keys`, to its label) that other CapacityRequests of the
+    app serve already (``others``, each with the keys it shares) refused: each keeps its
+    holds in its own store, so neither would see the other's, and the release of a hold in
+    one would lower the table under a hold of the other."""
+    if not others:
+        return
+    other, shared = others[0]
+    labels = sorted({keys[k] for k in shared})
+    raise CapacityConfigError(
+        f"{where}: tables has {_tables(labels)}, which CapacityRequests {other.node.path} "
+        "serves already; a table is served by one CapacityRequests (each keeps its own hold "
+        "store, so neither would see the other's holds, and a release in one would lower "
+        "the table under the other's hold): list each table in the tables of one of them only"
+    )
+
+
+def connected_elsewhere(where: str, labels: Sequence[str], scaler: ThrottleAwareScaler) -> str:
+    """Why ``scaler``, which manages the tables ``labels`` these requests serve, cannot be
+    connected to them: it keeps its state with other CapacityRequests already."""
+    them = "it" if len(labels) == 1 else "them"
+    return (
+        f"{where}: tables has {_tables(labels)}, which ThrottleAwareScaler "
+        f"{scaler.node.path} manages, but that scaler keeps its state in {store_of(scaler)} "
+        "already, and a scaler can be connected to one CapacityRequests only (it has one "
+        f"state store): serve {them} from that one, or manage {them} with another scaler"
+    )
+
+
+def _tags(table: dynamodb.ITable) -> Mapping[str, str]:
+    """The tags ``table`` carries in the template (its own and those its scopes gave it,
+    once the app's aspects have run); none for an imported table."""
+    for taggable in (table, table.node.default_child):
+        manager = TagManager.of(taggable) if taggable is not None else None
+        if manager is not None:
+            return manager.tag_values()
+    return {}
+
+
+def found_by_tag(served: Served, scalers: Sequence[ThrottleAwareScaler]) -> list[str]:
+    """Every one of the app's ``scalers`` that finds tables by a tag (its ``tag_key`` and
+    ``tag_value``) which a table ``served`` carries in the template, but keeps its state
+    elsewhere: at run time it would find that table and take a hold's raised minimum for
+    the configured minimum. Checked at synth only, for two reasons: the tags are given to
+    the tables as the app is synthesized (``Tags.of(scope).add`` is an aspect), and such a
+    scaler is connected by hand, a call that may come after both are built. A tag given
+    outside the app (the console, another stack) is not seen here."""
     errors = []
     for scaler in scalers:
-        if scaler.state_store is served.hold_store:
+        if not scaler.tag_key or scaler.state_store is served.hold_store:
             continue
-        shared = [
+        tag = f"{scaler.tag_key}={scaler.tag_value}"
+        shared = sorted(
             (owner or table).node.path
             for table, owner, _ in served.indexes
-            if any(table is managed for managed in scaler.tables)
-        ]
+            if _tags(table).get(scaler.tag_key) == scaler.tag_value
+        )
         if not shared:
             continue
-        what = f"{'table' if len(shared) == 1 else 'tables'} {', '.join(shared)}"
+        it = "it" if len(shared) == 1 else "them"
         if scaler.state_store.node.scope is scaler:
             fix = "connect it: requests.connect(scaler)"
         else:
             fix = (
-                f"it keeps its state in {store_of(scaler)}, and a scaler can be "
-                f"connected to one CapacityRequests only: serve {what} from that one"
+                f"it keeps its state in {store_of(scaler)}, and a scaler can be connected "
+                f"to one CapacityRequests only: take the tag off {it}, or serve {it} from that one"
             )
         errors.append(
-            f"{served.where}: ThrottleAwareScaler {scaler.node.path} manages {what}, "
-            f"which these requests serve too, but is not connected to them, so it would "
-            f"take a hold's raised minimum for the configured minimum and keep it; {fix}"
+            f"{served.where}: ThrottleAwareScaler {scaler.node.path} finds tables by the tag "
+            f"{tag} (tag_key, tag_value), which {_tables(shared)} of these requests "
+            f"{'carries' if len(shared) == 1 else 'carry'}, but is not connected to them, so "
+            f"it would take a hold's raised minimum for the configured minimum and keep it; "
+            f"{fix}"
         )
     return errors
 
@@ -198,7 +254,9 @@ def unended_holds(
     """With no restorer (``restored``), one of the app's ``scalers`` connected to the
     requests ``served`` and not a dry run must end the holds that expire unreleased (a
     worker that died) and the fast path's surges (``fast``: it has one): else nothing ends
-    them, and the capacity they raised stays, paid for."""
+    them, and the capacity they raised stays, paid for. Checked at synth only: a scaler
+    made, given a served table or connected by hand after these requests may still end
+    them."""
     if restored:
         return []
     connected = [s for s in scalers if s.state_store is served.hold_store]
@@ -214,7 +272,9 @@ def unended_holds(
     return [
         f"{served.where}: {what} needs a connected ThrottleAwareScaler to end {ended}, "
         f"and {found}: nothing would end a hold its worker never released; keep the "
-        f"restorer (restore_every) or connect a scaler: requests.connect(scaler)"
+        "restorer (restore_every), or manage a served table with a scaler that is not a dry "
+        "run (its tables, add_table or enable_throttle_aware_scaling: it is connected "
+        "without a call; one that finds tables by tag: requests.connect(scaler))"
     ]
 
 

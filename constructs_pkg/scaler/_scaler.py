@@ -140,8 +140,9 @@ class ThrottleAwareScaler(Construct):
     raised, the autopilot's plans) in ``state_store``, a small on-demand table (child
     ``StateStore``) that it writes only with conditional writes; tables' tags are
     configuration only, and the scaler may only remove the state tags 0.4 wrote. Connected
-    to a ``CapacityRequests`` (``requests.connect(scaler)``), it keeps its state in the
-    requests' hold store instead, and ``StateStore`` is removed.
+    to a ``CapacityRequests`` (without a call when it manages one of the requests' tables
+    explicitly; ``requests.connect(scaler)`` for one that finds them by tag), it keeps its
+    state in the requests' hold store instead, and ``StateStore`` is removed.
     """
 
     batches: BatchPath | None

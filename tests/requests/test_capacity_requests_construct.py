@@ -566,11 +566,11 @@ def test_a_scaler_connects_to_one_capacity_requests_once(stack: cdk.Stack) -> No
     with pytest.raises(CapacityConfigError) as other:
         CapacityRequests(stack, "Others", tables=[plain], restore_every=None)
     assert str(other.value) == (
-        "CapacityRequests Test/Others: serves Test/Plain, which ThrottleAwareScaler "
-        "Test/Scaler manages, but that scaler keeps its state in the hold store of "
-        "CapacityRequests Test/Requests, and a scaler can be connected to one "
-        "CapacityRequests only: serve these tables from that one, or manage them with "
-        "another scaler"
+        "CapacityRequests Test/Others: tables has table Test/Plain, which "
+        "ThrottleAwareScaler Test/Scaler manages, but that scaler keeps its state in the "
+        "hold store of CapacityRequests Test/Requests already, and a scaler can be "
+        "connected to one CapacityRequests only (it has one state store): serve it from "
+        "that one, or manage it with another scaler"
     )
 
 
@@ -632,8 +632,10 @@ def test_requests_with_no_restorer_and_no_connected_scaler_fail_synthesis(
     assert synth_errors(stack) == [
         "[Test/Requests] CapacityRequests Test/Requests: restore_every=None needs a connected "
         "ThrottleAwareScaler to end expired holds, and none is connected: nothing would end "
-        "a hold its worker never released; keep the restorer (restore_every) or connect a "
-        "scaler: requests.connect(scaler)"
+        "a hold its worker never released; keep the restorer (restore_every), or manage a "
+        "served table with a scaler that is not a dry run (its tables, add_table or "
+        "enable_throttle_aware_scaling: it is connected without a call; one that finds "
+        "tables by tag: requests.connect(scaler))"
     ]
 
 
@@ -698,33 +700,44 @@ def test_a_scaler_connected_elsewhere_cannot_share_a_table(stack: cdk.Stack) -> 
     with pytest.raises(CapacityConfigError) as refused:
         CapacityRequests(stack, "Requests", tables=[shipments])
     assert str(refused.value) == (
-        "CapacityRequests Test/Requests: serves Test/Shipments, which ThrottleAwareScaler "
-        "Test/Scaler manages, but that scaler keeps its state in the hold store of "
-        "CapacityRequests Test/Others, and a scaler can be connected to one CapacityRequests "
-        "only: serve these tables from that one, or manage them with another scaler"
+        "CapacityRequests Test/Requests: tables has table Test/Shipments, which "
+        "ThrottleAwareScaler Test/Scaler manages, but that scaler keeps its state in the "
+        "hold store of CapacityRequests Test/Others already, and a scaler can be connected "
+        "to one CapacityRequests only (it has one state store): serve it from that one, or "
+        "manage it with another scaler"
     )
 
 
 def test_two_capacity_requests_cannot_serve_one_table(stack: cdk.Stack) -> None:
-    # GIVEN two capacity requests serving one table: each keeps its own hold store, so
-    # releasing a hold in one would lower the table under the other's
+    # GIVEN capacity requests serving two tables: another serving one of them would keep its
+    # own hold store, so releasing a hold in one would lower the table under the other's
     shipments, plain = tables(stack)
     CapacityRequests(stack, "Requests", tables=[shipments, plain])
-    CapacityRequests(stack, "Others", tables=[shipments])
-    # and, in one stack, two imports of one table name
+    # WHEN other capacity requests are built on one of them THEN they are refused in
+    # Python, naming the field, the table and the requests that serve it
+    with pytest.raises(CapacityConfigError) as caught:
+        CapacityRequests(stack, "Others", tables=[shipments])
+    assert str(caught.value) == (
+        "CapacityRequests Test/Others: tables has table Test/Shipments, which "
+        "CapacityRequests Test/Requests serves already; a table is served by one "
+        "CapacityRequests (each keeps its own hold store, so neither would see the other's "
+        "holds, and a release in one would lower the table under the other's hold): list "
+        "each table in the tables of one of them only"
+    )
+    # AND so are two imports of one table name in one stack, given as its TableCapacity
+    # or as the table itself
     CapacityRequests(stack, "Named", tables=[dynamodb.Table.from_table_name(stack, "A", "orders")])
-    CapacityRequests(stack, "Again", tables=[dynamodb.Table.from_table_name(stack, "B", "orders")])
-    # WHEN the app is synthesized THEN it fails, told once, naming both and the table
-    assert synth_errors(stack) == [
-        "[Test/Requests] CapacityRequests Test/Requests: serves table Test/Shipments, which "
-        "CapacityRequests Test/Others serves too; a table has one CapacityRequests (each keeps "
-        "its own hold store, so neither sees the other's holds, and a release in one lowers "
-        "the table under the other's hold): serve it from one",
-        "[Test/Named] CapacityRequests Test/Named: serves table Test/A, which "
-        "CapacityRequests Test/Again serves too; a table has one CapacityRequests (each keeps "
-        "its own hold store, so neither sees the other's holds, and a release in one lowers "
-        "the table under the other's hold): serve it from one",
-    ]
+    with pytest.raises(CapacityConfigError, match=r"Again: tables has table Test/B, which "):
+        CapacityRequests(
+            stack, "Again", tables=[dynamodb.Table.from_table_name(stack, "B", "orders")]
+        )
+    with pytest.raises(
+        CapacityConfigError,
+        match=r"Third: tables has table Test/Shipments\S*, which CapacityRequests Test/Requests ",
+    ):
+        CapacityRequests(stack, "Third", tables=[shipments.table])
+    # AND the app of the first ones synthesizes: nothing is left to fail at synth
+    assert synth_errors(stack) == []
 
 
 def test_capacity_requests_in_other_stacks_may_import_tables_of_one_name() -> None:

@@ -23,9 +23,9 @@ DISCOVERY = ("team-capacity", "managed")
 
 
 def synthesize(*, connected: bool = True) -> Template:
-    """The app above; ``connected=False`` leaves the scaler unconnected (its own store),
-    and then it manages no table the requests serve (synthesis refuses that unconnected):
-    it finds its tables by tag only."""
+    """The app above; ``connected=False`` leaves the scaler unconnected (its own store):
+    it manages no table the requests serve then (one that did would be connected without a
+    call), and finds its tables by tag only."""
     stack = cdk.Stack(cdk.App(), "Access")
     orders = ProvisionedTable(
         stack,

@@ -182,7 +182,7 @@ def _fast_path_code(params: ModelParams, library: bool) -> str:
     """The fast path's code when the model runs with its signals and the policy is the
     library's (stock target tracking sees no signal: nothing to add): the signals function,
     with the stream reader when the stream is a signal, connected to the scaler (``scaler``,
-    `_scaler_name`), which manages the same table (a synth refuses them unconnected)."""
+    `_scaler_name`), which manages the same table (the two are connected without a call)."""
     hook, stream = params.fast_path_seconds is not None, params.stream_seconds is not None
     if not library or not (hook or stream):
         return ""
