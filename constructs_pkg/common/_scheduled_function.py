@@ -197,21 +197,16 @@ def _configure_failed_runs(
     cfn_function = function.node.default_child
     assert isinstance(cfn_function, lambda_.CfnFunction)
     cfn_function.reserved_concurrent_executions = 1  # runs never overlap
-    if queue is None:
-        lambda_.CfnEventInvokeConfig(
-            scope,
-            "AsyncInvokeConfig",
-            function_name=function.function_name,
-            qualifier="$LATEST",
-            maximum_retry_attempts=0,
-            maximum_event_age_in_seconds=int(every.to_seconds()),
+    destination = None
+    if queue is not None:
+        # Failed runs go to the queue (a DLQ and an on-failure destination); the permission
+        # (DeadLetters) lives in the function's managed policy, not an inline role policy.
+        cfn_function.dead_letter_config = lambda_.CfnFunction.DeadLetterConfigProperty(
+            target_arn=queue.queue_arn
         )
-        return
-    # Failed runs go to the queue (a DLQ and an on-failure destination); the permission
-    # (DeadLetters) lives in the function's managed policy rather than an inline role policy.
-    cfn_function.dead_letter_config = lambda_.CfnFunction.DeadLetterConfigProperty(
-        target_arn=queue.queue_arn
-    )
+        destination = lambda_.CfnEventInvokeConfig.DestinationConfigProperty(
+            on_failure=lambda_.CfnEventInvokeConfig.OnFailureProperty(destination=queue.queue_arn)
+        )
     lambda_.CfnEventInvokeConfig(
         scope,
         "AsyncInvokeConfig",
@@ -219,9 +214,7 @@ def _configure_failed_runs(
         qualifier="$LATEST",
         maximum_retry_attempts=0,
         maximum_event_age_in_seconds=int(every.to_seconds()),
-        destination_config=lambda_.CfnEventInvokeConfig.DestinationConfigProperty(
-            on_failure=lambda_.CfnEventInvokeConfig.OnFailureProperty(destination=queue.queue_arn)
-        ),
+        destination_config=destination,
     )
 
 

@@ -7,15 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 import aws_cdk as cdk
-from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk.assertions import Template
 
 from constructs_pkg.scaler._scaler import ThrottleAwareScaler
-from constructs_pkg.table._capacity import Capacity
-from constructs_pkg.table._provisioned_table import ProvisionedTable
 from tests.support.alarm_style import summary_app
 from tests.support.faults import world as world  # noqa: F401 (fixture)
 from tests.support.moto_world import World
+from tests.support.scaler_construct import feed
 
 Series = tuple[str, str, tuple[str, ...]]
 
@@ -35,13 +33,7 @@ def sent(events: list[dict[str, Any]]) -> dict[Series, list[dict[str, Any]]]:
 def watched(alarm_id: str) -> set[Series]:
     """The series the summary alarm covering the scaler's check ``alarm_id`` watches."""
     stack = cdk.Stack(summary_app(), "Watched")
-    table = ProvisionedTable(
-        stack,
-        "T",
-        partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
-        read=Capacity(min_capacity=5, max_capacity=100),
-        write=Capacity(min_capacity=5, max_capacity=100),
-    )
+    table = feed(stack)
     scaler = ThrottleAwareScaler(stack, "Scaler", tables=[table])
     covering = scaler.alarms[alarm_id]
     template = Template.from_stack(stack).to_json()["Resources"]
