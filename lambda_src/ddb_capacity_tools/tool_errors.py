@@ -117,6 +117,12 @@ class LocalError(CapacityError, ValueError):
     ``local`` (`local`)."""
 
 
+class FlagsError(CapacityError, ValueError):
+    """The feature flags cannot be read or merged: aws-cdk-lib is not installed, or the
+    ``cdk.json`` given is not a JSON object (or cannot be read or written); the message names
+    the file. Raised by ``flags`` (`flags_command`)."""
+
+
 class ReportError(CapacityError, ValueError):
     """A report destination that cannot be written to; the message names ``--report``. Raised by
     the fleet report (`fleet`)."""
