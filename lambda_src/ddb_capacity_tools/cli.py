@@ -23,9 +23,13 @@
     ddb-capacity reserve (--trace FILE.csv ... | --all-tables [--days N]) [--score-from ISO-8601]
                          [--current P] [--policy P] [--term 1y|3y|both] [--json] [--html FILE.html]
     ddb-capacity local [--app COMMAND] [--stack NAME ...] [--out DIR]
+    ddb-capacity flags [--cdk-json PATH] [--check]
 
 ``local`` deploys your CDK app to a moto server on 127.0.0.1 and runs one scaler tick
 (`ddb_capacity_tools.local`).
+
+``flags`` merges the installed aws-cdk-lib's recommended feature flags into your app's
+``cdk.json``, keeping the values you set (`flags_command`).
 
 ``tune --score-from T`` chooses on the minutes before ``T`` only, then scores the pick,
 every stock setting and on-demand on the minutes from ``T`` on (`tune_scored`).
@@ -34,8 +38,9 @@ every stock setting and on-demand on the minutes from ``T`` on (`tune_scored`).
 `request_command`'s.
 
 Exit status: 0 on success, 2 for bad input or a refused request (the message names the
-option and the value), 1 when a request timed out (its hold is withdrawn) or when advise
-could not advise a table (the others are advised).
+option and the value), 1 when a request timed out (its hold is withdrawn), when advise
+could not advise a table (the others are advised) or when ``flags --check`` finds a flag
+missing.
 """
 
 from __future__ import annotations

@@ -11,13 +11,14 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import json
 import tarfile
 from pathlib import Path
 from typing import Any, TextIO
 
-from .tool_errors import FlagsError
+from .tool_errors import FlagsError as FlagsError
 
 __all__ = ["FlagsError", "add_parser", "merged", "recommended_flags", "run"]
 
@@ -28,6 +29,13 @@ FLAGS_FILE = "package/recommended-feature-flags.json"
 def recommended_flags() -> tuple[str, dict[str, Any]]:
     """The installed aws-cdk-lib's version and its recommended flags, read from its bundle
     without importing it (no JavaScript kernel is started)."""
+    version, flags = _bundled_flags()
+    return version, dict(flags)
+
+
+@functools.cache
+def _bundled_flags() -> tuple[str, dict[str, Any]]:
+    """`recommended_flags`, read once a process (the bundle is tens of MB compressed)."""
     spec = importlib.util.find_spec("aws_cdk")
     if spec is None or not spec.submodule_search_locations:
         raise FlagsError("aws-cdk-lib is not installed here: pip install aws-cdk-lib")
@@ -60,34 +68,49 @@ def merged(
 
 
 def _read(path: Path) -> dict[str, Any]:
+    """The app's ``cdk.json`` at ``path`` as a JSON object; ``{}`` when there is none."""
     if not path.exists():
         return {}
     try:
-        app = json.loads(path.read_text())
+        app = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise FlagsError(f"{path}: not JSON ({exc.msg}, line {exc.lineno})") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FlagsError(f"{path}: cannot be read ({exc}); expected a cdk.json") from None
     if not isinstance(app, dict):
         raise FlagsError(f"{path}: got a JSON {type(app).__name__}; expected a JSON object")
     return app
 
 
+def _write(path: Path, app: dict[str, Any]) -> None:
+    try:  # the user's own text as it is (no \u escapes), two spaces as `cdk init` indents
+        path.write_text(json.dumps(app, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise FlagsError(f"{path}: cannot be written ({exc})") from None
+
+
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    """Merge (or ``--check``) the recommended flags into ``args.cdk_json``: 0 when done (or,
-    checking, when none is missing), 1 when checking finds some missing."""
+    """Merge (or ``--check``) the recommended flags into ``args.cdk_json`` (a folder: its
+    ``cdk.json``), naming each flag added (or missing) and each of the app's own values that
+    differs: 0 when done (or, checking, when none is missing), 1 when checking finds some
+    missing."""
     path = Path(args.cdk_json)
+    if path.is_dir():
+        path = path / "cdk.json"
     version, flags = recommended_flags()
     app, added, differ = merged(_read(path), flags, str(path))
+    if not args.check and (added or not path.exists()):
+        _write(path, app)
     for key, value in differ.items():
         out.write(
             f"{key}: kept yours, {json.dumps(value)} (recommended: {json.dumps(flags[key])})\n"
         )
+    said = "missing (recommended: {})" if args.check else "added, {}"
+    for key in added:
+        out.write(f"{key}: {said.format(json.dumps(flags[key]))}\n")
     if args.check:
-        for key in added:
-            out.write(f"{key}: missing (recommended: {json.dumps(flags[key])})\n")
         out.write(f"{path}: {len(added)} of aws-cdk-lib {version}'s {len(flags)} flags missing\n")
         return 1 if added else 0
-    if added or not path.exists():
-        path.write_text(json.dumps(app, indent=2) + "\n")
     out.write(
         f"{path}: {len(added)} recommended feature flags of aws-cdk-lib {version} added, "
         f"{len(differ)} of yours kept\n"
@@ -96,6 +119,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def add_parser(sub: Any) -> None:
+    """``flags`` and its options, on ``ddb-capacity``'s subcommands ``sub``."""
     fl = sub.add_parser(
         "flags",
         help="add aws-cdk-lib's recommended feature flags to your app's cdk.json",
@@ -106,7 +130,8 @@ def add_parser(sub: Any) -> None:
         "--cdk-json",
         metavar="PATH",
         default="cdk.json",
-        help="the app's cdk.json (default: cdk.json in the current folder; made if missing)",
+        help="the app's cdk.json, or its folder (default: cdk.json in the current folder; "
+        "made if missing)",
     )
     fl.add_argument(
         "--check",

@@ -44,12 +44,6 @@ class RequestInputError(CapacityError, ValueError):
     (`cli`)."""
 
 
-class FlagsError(CapacityError, ValueError):
-    """The feature flags cannot be read or merged: aws-cdk-lib is not installed, or
-    ``cdk.json`` is not a JSON object. Raised by ``ddb-capacity flags``
-    (`flags_command.run`)."""
-
-
 class OptionError(CapacityError, ValueError):
     """A value argparse lets through that no option takes. Raised by ``ddb-capacity``
     (`cli`)."""
@@ -121,6 +115,12 @@ class ScheduleFileError(CapacityError, ValueError):
 class LocalError(CapacityError, ValueError):
     """An option of ``local`` names no app or stack that can be deployed locally. Raised by
     ``local`` (`local`)."""
+
+
+class FlagsError(CapacityError, ValueError):
+    """The feature flags cannot be read or merged: aws-cdk-lib is not installed, or the
+    ``cdk.json`` given is not a JSON object (or cannot be read or written); the message names
+    the file. Raised by ``flags`` (`flags_command`)."""
 
 
 class ReportError(CapacityError, ValueError):

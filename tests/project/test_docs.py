@@ -3,12 +3,14 @@ written, and its reference pages (permissions, alarms) name everything the const
 
 from __future__ import annotations
 
+import ast
 import html
 import json
 import os
 import re
 import subprocess
 import sys
+import textwrap
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -130,6 +132,10 @@ def test_every_example_a_page_shows_is_its_file_as_it_is() -> None:
             r"<!-- example: (\S+) -->\n```python\n(.*?)\n```", text, re.S
         ):
             assert block.splitlines() == example_lines(spec), f"{guide.name}: {spec}"
+            try:  # whole statements: a range of lines that moved cuts one in two
+                ast.parse(textwrap.dedent(block))
+            except SyntaxError as exc:
+                pytest.fail(f"{guide.name}: {spec} is not whole Python: {exc}")
             shown += 1
     assert shown == 15  # 9 in the guides, one on each construct family's page
 
@@ -341,6 +347,33 @@ def test_every_export_of_the_constructs_is_in_the_reference(site: Path) -> None:
     assert {"ScheduleEntry", "cron"} <= set(names)
     missing = [n for n in names if not any(i.rsplit(".", 1)[-1] == n for i in ids)]
     assert missing == []
+
+
+def test_each_family_page_shows_its_features_public_names_and_the_index_links_them(
+    site: Path,
+) -> None:
+    """A family's page has an entry for each name of its features' ``__all__`` and for no
+    other name of theirs (no helper, no underscored module); each name the constructs page
+    lists beside a family's link has its entry on that page."""
+    import importlib
+
+    pages = sorted((site / "reference" / "constructs").glob("*.html"))
+    assert len(pages) == 6
+    for family in pages:
+        ids = set(re.findall(r'id="constructs_pkg\.(\w+)\.(\w+)"', family.read_text()))
+        for feature in {f for f, _ in ids}:
+            public = set(importlib.import_module(f"constructs_pkg.{feature}").__all__)
+            shown = {n for f, n in ids if f == feature}
+            assert (feature, sorted(shown - public), sorted(public - shown)) == (feature, [], [])
+    index = (DOCS / "reference" / "constructs.md").read_text()
+    linked = re.findall(
+        r"^- \[[^]]+\]\((constructs/[\w-]+)\.md\):(.*?)(?=^- |^$)", index, re.M | re.S
+    )
+    assert sorted(f"{link}.html" for link, _ in linked) == [f"constructs/{p.name}" for p in pages]
+    for link, listed in linked:
+        text = (site / "reference" / f"{link}.html").read_text()
+        names = re.findall(r"`(\w+)`", listed)
+        assert names and [n for n in names if not re.search(rf'id="[\w.]+\.{n}"', text)] == []
 
 
 def documented_runtime_imports() -> set[str]:
