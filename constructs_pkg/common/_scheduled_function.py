@@ -91,10 +91,10 @@ def scheduled_function(
 def failed_runs(
     function: lambda_.IFunction, rule: events.Rule, period: Duration, what: str
 ) -> list[tuple[str, AlarmSpec]]:
-    """The checks of a scheduled function's failed runs, by alarm id: ``RunsDropped``, the
-    rule's failed invocations and the events Lambda dropped unrun (throttled past their
-    age: a run still going when the next is due). Its errors are each construct's own
-    ``Errors`` check."""
+    """The checks of a scheduled function's lost runs, by alarm id: ``RunsDropped``, the
+    rule's failed invocations, and ``RunsExpired``, the events Lambda dropped unrun
+    (throttled past their age: a run still going when the next is due). Its errors are each
+    construct's own ``Errors`` check."""
     look = (
         f"the {what}'s Throttles and Duration metrics against its schedule, and its rule "
         "(CloudTrail PutTargets, RemovePermission)"

@@ -72,13 +72,13 @@ def serve(holder: Construct, keys: Collection[Key], join: Join) -> None:
 
 def manage(scaler: Construct, keys: Collection[Key]) -> None:
     """``scaler`` manages a table of ``keys``: it is joined to every holder that serves it."""
-    registry = _registry(scaler)
+    registry, new = _registry(scaler), frozenset(keys)
     for known, managed in registry.managed:
         if known is scaler:
-            managed.update(keys)
+            managed.update(new)
             break
     else:
-        registry.managed.append((scaler, set(keys)))
+        registry.managed.append((scaler, set(new)))
     for holder in registry.holders:
-        if holder.keys & set(keys):
-            holder.join(scaler, holder.keys & frozenset(keys))
+        if shared := holder.keys & new:
+            holder.join(scaler, shared)

@@ -11,67 +11,28 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk.assertions import Template
 
+from benchmarks.footprint import five_constructs, orders, quick_start
 from constructs_pkg.common._alarm_summary import ALARMS_CONTEXT, Check
 from constructs_pkg.common._alarms import AlarmOptions
-from constructs_pkg.fast_path._fast_path import FastPath
-from constructs_pkg.fleet._advisor import FleetAdvisor
-from constructs_pkg.fleet._tuning import NightlyTuning
 from constructs_pkg.requests._capacity_requests import CapacityRequests
 from constructs_pkg.scaler._scaler import ThrottleAwareScaler
-from constructs_pkg.table._capacity import Capacity
-from constructs_pkg.table._provisioned_table import ProvisionedTable
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 from tests.support.alarm_style import summary_app
 
-STRING = dynamodb.AttributeType.STRING
 Cmp = cloudwatch.ComparisonOperator
 
 
-def orders(stack: cdk.Stack, gsi: bool = True, name: str = "Orders") -> ProvisionedTable:
-    """The README's quick-start table: reads pre-warmed, a GSI."""
-    table = ProvisionedTable(
-        stack,
-        name,
-        partition_key=dynamodb.Attribute(name="orderId", type=STRING),
-        read=Capacity(min_capacity=10, max_capacity=4_000, high_water_mark=4_000),
-        write=Capacity(min_capacity=10, max_capacity=2_000, target_utilization_percent=60),
-        stream=dynamodb.StreamViewType.KEYS_ONLY,
-    )
-    if gsi:
-        table.add_global_secondary_index(
-            index_name="byCustomer",
-            partition_key=dynamodb.Attribute(name="customerId", type=STRING),
-            read=Capacity(min_capacity=5, max_capacity=1_000),
-            write=Capacity(min_capacity=5, max_capacity=2_000),
-        )
-    return table
-
-
-def quick_start(app: cdk.App, gsi: bool = True) -> cdk.Stack:
+def quick_start_in(app: cdk.App, gsi: bool = True) -> cdk.Stack:
     stack = cdk.Stack(app, "Shop")
-    orders(stack, gsi).enable_throttle_aware_scaling(ThrottleAwareScaler(stack, "Scaler"))
+    quick_start(stack, gsi)
     return stack
 
 
-def five_constructs(app: cdk.App) -> cdk.Stack:
-    """The table, a scaler owning its target, capacity requests with the stream fast path,
-    the fleet advisor and nightly tuning."""
+def five_constructs_in(app: cdk.App) -> cdk.Stack:
     stack = cdk.Stack(app, "Five")
-    table = orders(stack)
-    scaler = ThrottleAwareScaler(stack, "Scaler", own_target=True)
-    table.enable_throttle_aware_scaling(scaler)
-    requests = CapacityRequests(stack, "Requests", tables=[table], fast_path=FastPath(stream=True))
-    requests.connect(scaler)
-    NightlyTuning(
-        stack,
-        "Tuning",
-        advisor=FleetAdvisor(stack, "Advisor"),
-        scaler=scaler,
-        allowed_targets=range(50, 91, 5),
-    )
+    five_constructs(stack)
     return stack
 
 
@@ -93,7 +54,7 @@ def alarms(stack: cdk.Stack) -> dict[str, dict[str, Any]]:
 
 @pytest.mark.parametrize(("gsi", "most"), [(False, 18), (True, 20)])
 def test_the_quick_start_is_at_most_20_resources_and_4_alarms(gsi: bool, most: int) -> None:
-    stack = quick_start(summary_app(), gsi)
+    stack = quick_start_in(summary_app(), gsi)
     counted = kinds(stack)
     assert sum(counted.values()) <= most
     assert counted["AWS::CloudWatch::Alarm"] <= 4
@@ -102,7 +63,7 @@ def test_the_quick_start_is_at_most_20_resources_and_4_alarms(gsi: bool, most: i
 
 
 def test_the_five_construct_stack_stays_within_its_footprint() -> None:
-    stack = five_constructs(summary_app())
+    stack = five_constructs_in(summary_app())
     counted = kinds(stack)
     assert counted["AWS::CloudWatch::Alarm"] <= 12
     # the goal is 70; what is left above it: each function's role, policy and log group
@@ -127,8 +88,8 @@ def signatures(stack: cdk.Stack) -> Counter[str]:
 def test_no_check_is_lost_in_the_summary() -> None:
     """Every metric a detailed alarm watches is watched by a summary alarm (as often: the
     per-table checks are not merged), and each construct keeps the same checks by id."""
-    detailed = five_constructs(cdk.App())
-    summary = five_constructs(summary_app())
+    detailed = five_constructs_in(cdk.App())
+    summary = five_constructs_in(summary_app())
     assert signatures(detailed) == signatures(summary)
     assert len(alarms(summary)) < len(alarms(detailed)) / 3
     for path in ("Scaler", "Requests", "Advisor", "Tuning"):
@@ -153,7 +114,7 @@ def test_each_check_is_a_term_that_breaches_as_its_alarm_would() -> None:
 
 
 def test_a_summary_alarm_sums_its_checks_over_the_longest_window() -> None:
-    stack = quick_start(summary_app())
+    stack = quick_start_in(summary_app())
     found = alarms(stack)
     (stuck,) = (p for k, p in found.items() if k.startswith("ScalerStuck"))
     # PinnedAtMax (30 minutes of 2-minute ticks) and Updating (5 ticks): the longer window
