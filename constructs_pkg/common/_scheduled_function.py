@@ -70,6 +70,7 @@ def scheduled_function(
         own=[] if queue is None else [dead_letters(queue)],
         shared=shared,
     )
+    one_run_at_a_time(function)
     _configure_failed_runs(scope, function, queue, every)
     rule = events.Rule(
         scope,
@@ -188,15 +189,21 @@ def _dead_letter_queue(scope: Construct, description: str) -> sqs.Queue:
     return queue
 
 
+def one_run_at_a_time(function: lambda_.Function) -> None:
+    """Runs of ``function`` never overlap (reserved concurrency 1)."""
+    cfn_function = function.node.default_child
+    assert isinstance(cfn_function, lambda_.CfnFunction)
+    cfn_function.reserved_concurrent_executions = 1
+
+
 def _configure_failed_runs(
     scope: Construct, function: lambda_.Function, queue: sqs.Queue | None, every: Duration
 ) -> None:
-    """One run at a time, never retried once a newer run is due; with ``queue``, a failed
-    run goes to it (a DLQ and an on-failure destination). The function is let send to the
-    queue by `dead_letters`, given to `runtime_function` as its ``own``."""
+    """A scheduled run is never retried once a newer run is due (``every``); with ``queue``,
+    a failed run goes to it (a DLQ and an on-failure destination). The function is let send
+    to the queue by `dead_letters`, given to `runtime_function` as its ``own``."""
     cfn_function = function.node.default_child
     assert isinstance(cfn_function, lambda_.CfnFunction)
-    cfn_function.reserved_concurrent_executions = 1  # runs never overlap
     destination = None
     if queue is not None:
         # Failed runs go to the queue (a DLQ and an on-failure destination); the permission

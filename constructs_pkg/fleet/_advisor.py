@@ -3,14 +3,14 @@
 ``FleetAdvisor``: the fleet report of every table of the account and Region, made nightly
 in the account, on SQS to Lambda (`ddb_capacity_tools.fleet_lambda`).
 
-An EventBridge rule runs the lister at a daily UTC time (``schedule``); it lists the
-tables, writes the run's manifest to the report bucket and sends one message per table to
-the ``Tables`` queue; the worker (the queue's event source, batch size 1, at most
-``max_concurrency`` at once) advises one table and writes its result; the report, run
-``report_delay`` after the lister, writes ``runs/<run-id>/report.csv|json|html`` and the
-same under ``latest/``. A message that fails three times, and a scheduled run that fails,
-go to the dead-letter queue; it, the ``Failures``, ``TablesFailed`` and ``TablesMissing``
-metrics alarm to ``topic``.
+One function (``worker``) does the three steps, each on its own trigger. An EventBridge rule
+runs the list step at a daily UTC time (``schedule``): it lists the tables, writes the run's
+manifest to the report bucket and sends one message per table to the ``Tables`` queue; the
+queue's event source (batch size 1, at most ``max_concurrency`` at once) has it advise one
+table and write its result; a second rule, ``report_delay`` after the first, runs the report
+step, which writes ``runs/<run-id>/report.csv|json|html`` and the same under ``latest/``. A
+message that fails three times, and a scheduled run that fails, go to the dead-letter queue;
+it, the ``Failures``, ``TablesFailed`` and ``TablesMissing`` metrics alarm to ``topic``.
 """
 
 from __future__ import annotations
@@ -41,7 +41,6 @@ from ..common._alarm_sink import chosen_alarm_topic
 from ..common._alarms import AlarmOptions, AlarmSet, AlarmSpec, checked_alarm_options, metric, says
 from ..common._compliance import acknowledge, acknowledge_all, skip_checkov
 from ..common._function_options import (
-    FunctionConfig,
     FunctionDefaults,
     FunctionOptions,
     function_configs,
@@ -54,7 +53,7 @@ from ..common._scheduled_function import _configure_failed_runs, _dead_letter_qu
 __all__ = ["FleetAdvisor"]
 
 DEFAULT_SCHEDULE = events.CronOptions(minute="0", hour="2")
-"""The lister's default time: 02:00 UTC, every day."""
+"""The listing's default time: 02:00 UTC, every day."""
 DEFAULT_REPORT_DELAY = Duration.hours(3)
 DEFAULT_MAX_CONCURRENCY = 10
 """Workers at once: 10 advise about 1,800 tables of 14 days in 3 hours at 61 s a table
@@ -64,8 +63,8 @@ DEFAULT_WORKER_MEMORY = 1769
 DEFAULT_RETENTION = Duration.days(90)
 DEFAULT_DAYS = 14
 WORKER_TIMEOUT = Duration.minutes(15)
-"""Lambda's longest run: a worker advises one table within it (and the lister and the report run
-within it too), unless function_options say."""
+"""Lambda's longest run: the function advises one table within it (and lists and reports within
+it too), unless function_options say."""
 MAX_RECEIVES = 3
 """A message is received this many times before it goes to the dead-letter queue."""
 CANDIDATE_KINDS = ("stock", "autopilot", "on-demand", "hybrid")
@@ -76,11 +75,14 @@ ALARM_IDS = ("DeadLetters", "Failures", "TablesFailed", "TablesMissing")
 
 
 def function_defaults(worker_memory_size: int) -> dict[str, FunctionDefaults]:
-    """The functions' defaults (``function_options``): each may run 1 to 15 minutes."""
+    """The function's defaults (``function_options``): it may run 1 to 15 minutes."""
     return {
-        name: FunctionDefaults(memory, WORKER_TIMEOUT, shortest=Duration.minutes(1))
-        for name, memory in (("Lister", 256), ("Worker", worker_memory_size), ("Report", 1024))
+        "Worker": FunctionDefaults(worker_memory_size, WORKER_TIMEOUT, shortest=Duration.minutes(1))
     }
+
+
+STEPS = ("list", "report")
+"""The scheduled steps of the advisor's function (`fleet_lambda.advisor_handler`)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,10 +91,10 @@ class FleetAdvisorProps:
     `FleetAdvisor`, which takes them as they are (and checks them)."""
 
     schedule: events.CronOptions | None = None
-    """When the lister runs, a daily UTC time (minute and hour only). Default: 02:00 UTC."""
+    """When the tables are listed, a daily UTC time (minute and hour only). Default: 02:00 UTC."""
 
     report_delay: Duration = DEFAULT_REPORT_DELAY
-    """How long after the lister the report runs (15 minutes to 23 hours, whole minutes);
+    """How long after the listing the report runs (15 minutes to 23 hours, whole minutes);
     tables without a result by then are listed as missing. Default: 3 hours."""
 
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY
@@ -106,7 +108,7 @@ class FleetAdvisorProps:
     """The policies tried (as ``advise --candidate``). Default: advise's."""
 
     worker_memory_size: int = DEFAULT_WORKER_MEMORY
-    """The worker's memory in MB (1,769 is one vCPU). Default: 1769."""
+    """The function's memory in MB (1,769 is one vCPU). Default: 1769."""
 
     report_retention: Duration = DEFAULT_RETENTION
     """How long runs are kept in the bucket. Default: 90 days."""
@@ -124,11 +126,10 @@ class FleetAdvisorProps:
     more actions. Default: every alarm on any count in 5 minutes."""
 
     function_options: Mapping[str, FunctionOptions] | None = None
-    """Per function (``"Lister"``, ``"Worker"``, ``"Report"``), a ``FunctionOptions`` merged
-    over its defaults (256 MB, ``worker_memory_size`` and 1,024 MB; 15 minutes each, from 1
+    """For the advisor's one function (``"Worker"``: it lists, advises and reports), a
+    ``FunctionOptions`` merged over its defaults (``worker_memory_size``; 15 minutes, from 1
     to 15 minutes; logs kept one year; ARM_64). The ``Tables`` queue hides a message six
-    times the worker's timeout. A worker's ``memory_size`` here wins over
-    ``worker_memory_size``."""
+    times its timeout. A ``memory_size`` here wins over ``worker_memory_size``."""
 
 
 class FleetAdvisor(Construct):
@@ -190,14 +191,18 @@ class FleetAdvisor(Construct):
             ",".join(candidates or ()),
         )
         self.alarm_topic = chosen_alarm_topic(self, self._where, alarm_topic, topic)
-        self._policies: dict[str, iam.ManagedPolicy] = {}
-        self.lister = self._scheduled("Lister", "lister_handler", settings, start)
-        self.worker = self._render_worker(settings, max_concurrency)
+        self.worker, policy = self._render_worker(settings, max_concurrency)
+        """The advisor's one function: it lists the tables, advises each and reports."""
         delayed = (start + int(report_delay.to_minutes())) % 1440
         self.report_minute, self.report_delay_minutes = delayed, settings.report_delay_minutes
-        """the report's minute of the day (UTC) and its delay after the lister, in minutes"""
-        self.report = self._scheduled("Report", "report_handler", settings, delayed)
-        self._grant()
+        """the report's minute of the day (UTC) and its delay after the listing, in minutes"""
+        self.schedules = {
+            step: self._schedule(step, minute)
+            for step, minute in zip(STEPS, (start, delayed), strict=True)
+        }
+        """The rules that run the list and the report steps, by step (``"list"``,
+        ``"report"``)."""
+        self._grant(policy)
         alarm_set = AlarmSet(self, self._where, self.alarm_topic, alarm_options, "FleetAdvisor")
         self._render_alarms(alarm_set)
         self.alarms = alarm_set.alarms
@@ -213,7 +218,7 @@ class FleetAdvisor(Construct):
         days: int,
         memory: int,
     ) -> int:
-        """The props, checked; the lister's minute of the day."""
+        """The props, checked; the listing's minute of the day."""
         others = {"day": cron.day, "month": cron.month, "week_day": cron.week_day}
         given = [k for k, v in {**others, "year": cron.year}.items() if v is not None]
         if given:
@@ -297,10 +302,10 @@ class FleetAdvisor(Construct):
         )
         reasons = {
             "AwsSolutions-S1": "The bucket holds the advisor's own reports, written and read "
-            "by its three functions only; CloudTrail records their API calls, and access "
+            "by its function only; CloudTrail records their API calls, and access "
             "logs would need a second bucket.",
             "S3BucketLoggingEnabled": "As AwsSolutions-S1: the advisor's own reports, "
-            "written and read by its functions only; CloudTrail records their calls.",
+            "written and read by its function only; CloudTrail records their calls.",
             "S3BucketReplicationEnabled": "Reports are made again every night from "
             "CloudWatch; a replica would keep nothing that is not rebuilt within a day.",
             "S3BucketVersioningEnabled": "Each run writes its own prefix once and latest/ "
@@ -336,26 +341,22 @@ class FleetAdvisor(Construct):
         skip_checkov(queue, "CKV_AWS_27", _SQS_KEY_REASON)
         return queue
 
-    # ---------------------------------------------------------------- functions
+    # ---------------------------------------------------------------- function
 
-    def _function(
-        self,
-        scope: Construct,
-        id: str,
-        handler: str,
-        settings: AdvisorSettings,
-        config: FunctionConfig,
-        own: Sequence[iam.PolicyStatement] = (),
+    def _render_worker(
+        self, settings: AdvisorSettings, concurrency: int
     ) -> tuple[lambda_.Function, iam.ManagedPolicy]:
+        """The advisor's one function: the ``Tables`` queue's event source (batch size 1, at
+        most ``concurrency`` at once) and two schedules (`_schedule`) invoke it."""
         function, policy = runtime_function(
-            scope,
-            id,
-            handler=f"ddb_capacity_tools.fleet_lambda.{handler}",
-            description=f"DynamoDB fleet advisor, {handler.removesuffix('_handler')}",
-            config=config,
+            self,
+            "Worker",
+            handler="ddb_capacity_tools.fleet_lambda.advisor_handler",
+            description="DynamoDB fleet advisor",
+            config=self._functions["Worker"],
             environment=settings.to_env(),
             code=advisor_code(),
-            own=own,
+            own=[dead_letters(self.dead_letter_queue)],
         )
         reasons = {
             "Serverless-LambdaTracing": "Each run logs JSON lines and EMF metrics; tracing "
@@ -367,59 +368,11 @@ class FleetAdvisor(Construct):
             },
         }
         acknowledge_all(function, reasons)
-        return function, policy
-
-    def _scheduled(
-        self, id: str, handler: str, settings: AdvisorSettings, minute_of_day: int
-    ) -> lambda_.Function:
-        """A function run daily at ``minute_of_day`` UTC: failed runs to the dead-letter
-        queue, one run at a time, no retry of a stale run."""
-        scope = Construct(self, id)
-        function, policy = self._function(
-            scope,
-            "Function",
-            handler,
-            settings,
-            self._functions[id],
-            own=[dead_letters(self.dead_letter_queue)],
-        )
-        _configure_failed_runs(scope, function, self.dead_letter_queue, Duration.hours(1))
-        events.Rule(
-            scope,
-            "Schedule",
-            schedule=events.Schedule.cron(
-                minute=str(minute_of_day % 60), hour=str(minute_of_day // 60)
-            ),
-            description=f"Runs the DynamoDB fleet advisor's {id.lower()}",
-            targets=[
-                targets.LambdaFunction(
-                    function,
-                    dead_letter_queue=self.dead_letter_queue,
-                    retry_attempts=2,
-                    max_event_age=Duration.hours(1),
-                )
-            ],
-        )
-        self._policies[id] = policy
-        return function
-
-    def _render_worker(self, settings: AdvisorSettings, concurrency: int) -> lambda_.Function:
-        function, policy = self._function(
-            self, "Worker", "worker_handler", settings, self._functions["Worker"]
-        )
-        no_dlq = (
-            "Invoked synchronously by its SQS event source: a message that fails goes to "
-            "the queue's dead-letter queue (redrive policy) after three receives, never to "
-            "a function DLQ."
-        )
-        acknowledge_all(
-            function,
-            dict.fromkeys(("Serverless-LambdaDLQ", *(f"{p}-LambdaDLQ" for p in PACKS_VPC)), no_dlq),
-        )
-        skip_checkov(function, "CKV_AWS_116", no_dlq)
+        # a scheduled run that fails goes to the dead-letter queue, never retried once stale
+        _configure_failed_runs(self, function, self.dead_letter_queue, Duration.hours(1))
         unreserved = (
             "The SQS event source's maximum concurrency (max_concurrency) limits the "
-            "worker; reserving as much would take it from the account's other functions "
+            "advising; reserving as much would take it from the account's other functions "
             "all day for a nightly job."
         )
         acknowledge_all(
@@ -443,22 +396,40 @@ class FleetAdvisor(Construct):
             "SQS event sources take no on-failure destination: a message that fails three "
             "times goes to the queue's dead-letter queue (redrive policy), which alarms.",
         )
-        self._policies["Worker"] = policy
-        return function
+        return function, policy
+
+    def _schedule(self, step: str, minute_of_day: int) -> events.Rule:
+        """The rule that runs ``step`` of the function daily at ``minute_of_day`` UTC: the
+        event's time names the run; a failed run goes to the dead-letter queue."""
+        return events.Rule(
+            self,
+            f"{step.capitalize()}Schedule",
+            schedule=events.Schedule.cron(
+                minute=str(minute_of_day % 60), hour=str(minute_of_day // 60)
+            ),
+            description=f"Runs the DynamoDB fleet advisor's {step} step",
+            targets=[
+                targets.LambdaFunction(
+                    self.worker,
+                    event=events.RuleTargetInput.from_object(
+                        {"step": step, "time": events.EventField.time}
+                    ),
+                    dead_letter_queue=self.dead_letter_queue,
+                    retry_attempts=2,
+                    max_event_age=Duration.hours(1),
+                )
+            ],
+        )
 
     # ---------------------------------------------------------------- permissions
 
-    def _grant(self) -> None:
+    def _grant(self, policy: iam.ManagedPolicy) -> None:
         runs = self.bucket.arn_for_objects("runs/*")
-        lister, worker, report = (self._policies[k] for k in ("Lister", "Worker", "Report"))
-        lister.add_statements(
+        policy.add_statements(
             iam.PolicyStatement(sid="ListTables", actions=["dynamodb:ListTables"], resources=["*"]),
             iam.PolicyStatement(
                 sid="SendTables", actions=["sqs:SendMessage"], resources=[self.queue.queue_arn]
             ),
-            iam.PolicyStatement(sid="WriteManifest", actions=["s3:PutObject"], resources=[runs]),
-        )
-        worker.add_statements(
             iam.PolicyStatement(
                 sid="ReceiveTables",
                 actions=[
@@ -479,14 +450,7 @@ class FleetAdvisor(Construct):
             ),
             read_autoscaling_statement(),
             iam.PolicyStatement(
-                sid="WriteResults",
-                actions=["s3:PutObject"],
-                resources=[self.bucket.arn_for_objects("runs/*/tables/*")],
-            ),
-        )
-        report.add_statements(
-            iam.PolicyStatement(
-                sid="ReadRuns",
+                sid="ReadWriteRuns",
                 actions=["s3:GetObject", "s3:PutObject"],
                 resources=[runs, self.bucket.arn_for_objects("latest/*")],
             ),
@@ -498,56 +462,39 @@ class FleetAdvisor(Construct):
                 resources=[self.bucket.bucket_arn],
             ),
         )
-        self._acknowledge_wildcards(lister, worker, report)
+        self._acknowledge_wildcards(policy)
 
-    def _acknowledge_wildcards(
-        self, lister: iam.ManagedPolicy, worker: iam.ManagedPolicy, report: iam.ManagedPolicy
-    ) -> None:
+    def _acknowledge_wildcards(self, policy: iam.ManagedPolicy) -> None:
         logical = self.bucket.node.default_child
         assert logical is not None
         ref = f"<{self.bucket.stack.get_logical_id(logical)}.Arn>"  # type: ignore[arg-type]
         acknowledge(
-            lister,
+            policy,
             "AwsSolutions-IAM5[Resource::*]",
-            "ListTables has no resource-level permissions: it names every table of the "
-            "account and Region, and lists names only.",
+            "ListTables, GetMetricData, DescribeScalableTargets and DescribeScalingPolicies "
+            "have no resource-level permissions: ListTables names the account's tables, the "
+            "others only read.",
         )
         acknowledge(
-            lister,
-            f"AwsSolutions-IAM5[Resource::{ref}/runs/*]",
-            "Each run writes its manifest under its own prefix, named at run time.",
-        )
-        acknowledge(
-            worker,
-            "AwsSolutions-IAM5[Resource::*]",
-            "GetMetricData, DescribeScalableTargets and DescribeScalingPolicies have no "
-            "resource-level permissions; all three only read.",
-        )
-        acknowledge(
-            worker,
+            policy,
             "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:dynamodb:<AWS::Region>:"
             "<AWS::AccountId>:table/*]",
             "The advisor advises every table of the account and Region, listed at run "
             "time; DescribeTable only reads.",
         )
-        acknowledge(
-            worker,
-            f"AwsSolutions-IAM5[Resource::{ref}/runs/*/tables/*]",
-            "Each table's result is written under its run's prefix, named at run time.",
-        )
         for target in (f"{ref}/runs/*", f"{ref}/latest/*"):
             acknowledge(
-                report,
+                policy,
                 f"AwsSolutions-IAM5[Resource::{target}]",
-                "The report reads a run's results and writes its report under the run's "
-                "prefix (named at run time) and latest/.",
+                "Each run writes its manifest, its tables' results and its report under "
+                "its own prefix (named at run time) and copies the report to latest/.",
             )
 
     # ---------------------------------------------------------------- alarms
 
     def _render_alarms(self, alarm_set: AlarmSet) -> None:
         period = Duration.minutes(5)
-        logs = "the lister's, the worker's and the report's log groups"
+        logs = "the advisor function's log group"
         metrics: dict[str, tuple[cloudwatch.Metric, str, str, str]] = {
             "DeadLetters": (
                 self.dead_letter_queue.metric_approximate_number_of_messages_visible(
@@ -576,8 +523,8 @@ class FleetAdvisor(Construct):
             (
                 "TablesMissing",
                 "Tables had no result when the report ran",
-                "each missing row's reason in the report; the lister's messages_not_sent, "
-                "the worker's log group and Duration",
+                "each missing row's reason in the report; the list step's messages_not_sent, "
+                "the function's log group and Duration",
                 "raise max_concurrency or report_delay; for tables never sent, as the error "
                 "code says",
             ),

@@ -51,6 +51,7 @@ from ..common._scheduled_function import (
     _configure_failed_runs,
     acknowledge_control_plane_function,
     failed_runs,
+    one_run_at_a_time,
 )
 from ..scaler._scaler import ThrottleAwareScaler
 from ..scaler._scaler_alarms import worst
@@ -220,6 +221,7 @@ class NightlyTuning(Construct):
             environment=env,
             code=advisor_code(),
         )
+        one_run_at_a_time(self.function)
         _configure_failed_runs(self, self.function, None, Duration.hours(1))
         acknowledge_control_plane_function(self.function, "S3, DynamoDB")
         self.rule = self._render_schedule(advisor.report_minute + AFTER_REPORT_MINUTES)

@@ -199,7 +199,7 @@ def rows_of(
 
 
 def _missing_reason(never_sent: str | None) -> str:
-    """Why a table has no result: never sent for advice (the lister's error), or its advice
+    """Why a table has no result: never sent for advice (the list step's error), or its advice
     did not finish in time."""
     if never_sent is None:
         return "no result: its advice did not finish in time"

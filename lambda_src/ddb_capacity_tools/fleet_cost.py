@@ -6,8 +6,8 @@ month, from AWS's public list prices (us-east-1, arm64) and the seconds a table 
 Per night, for ``tables`` tables: SQS requests (one SendMessageBatch per 10 tables, one
 ReceiveMessage and one DeleteMessage per table at batch size 1, and the event source's
 own long polls while the queue is empty: `IDLE_POLLS_PER_MONTH`); Lambda requests
-(one per table, the lister's and the report's) and GB-seconds (the worker's seconds per
-table at its memory, the lister's and the report's per-table seconds at theirs); S3 PUTs
+(one per table, the list step's and the report step's) and GB-seconds (the seconds per
+table of each step, at the function's memory); S3 PUTs
 (one result per table, the manifest, the report's three files twice: the run's and
 ``latest/``) and GETs (every result and the manifest). Storage is left out: a few
 kilobytes per table a night, expired by the bucket's lifecycle rule.
@@ -32,12 +32,9 @@ S3_GET_PER_THOUSAND = 0.0004
 IDLE_POLLS_PER_MONTH = 5 * 3 * 60 * 730
 """The SQS event source's long polls (up to 20 s each) on an empty queue, a month: about 5 pollers x
 3 a minute (an estimate; AWS does not publish the poller count)."""
-LISTER_SECONDS_PER_TABLE = 0.002
-"""The lister's and the report's seconds per table (ListTables pages and SendMessageBatch calls;
-GetObject calls 16 at a time), and their memory."""
-REPORT_SECONDS_PER_TABLE = 0.002
-LISTER_MB = 256
-REPORT_MB = 1024
+STEP_SECONDS_PER_TABLE = 0.002
+"""The list step's and the report step's seconds per table each (ListTables pages and
+SendMessageBatch calls; GetObject calls 16 at a time)."""
 
 
 @dataclass(frozen=True)
@@ -57,14 +54,11 @@ class Costs:
 
 def monthly_cost(tables: int, seconds_per_table: float, worker_mb: int) -> Costs:
     """The advisor's dollars a month for ``tables`` tables, a worker taking
-    ``seconds_per_table`` at ``worker_mb`` MB."""
+    ``seconds_per_table`` to advise one at ``worker_mb`` MB (the function's memory: its list
+    and report steps run at it too)."""
     nights = NIGHTS_PER_MONTH
     sqs_requests = (math.ceil(tables / 10) + 2 * tables) * nights + IDLE_POLLS_PER_MONTH
-    gb_seconds = tables * (
-        seconds_per_table * worker_mb
-        + LISTER_SECONDS_PER_TABLE * LISTER_MB
-        + REPORT_SECONDS_PER_TABLE * REPORT_MB
-    )
+    gb_seconds = tables * (seconds_per_table + 2 * STEP_SECONDS_PER_TABLE) * worker_mb
     puts, gets = tables + 1 + 6, tables + 1
     return Costs(
         tables,

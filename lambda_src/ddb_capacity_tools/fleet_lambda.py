@@ -1,15 +1,15 @@
-"""Runs in: advisor Lambdas (``FleetAdvisor``'s lister, worker and report functions).
+"""Runs in: advisor Lambda (``FleetAdvisor``'s function, `advisor_handler`).
 
-The nightly fleet report, on SQS to Lambda:
+The nightly fleet report, on SQS to Lambda, in three steps of one function:
 
-- the **lister** (an EventBridge schedule) lists the account's tables, writes the run's
+- the **list** step (an EventBridge schedule) lists the account's tables, writes the run's
   manifest ``runs/<run-id>/manifest.json`` and the pointer ``runs/latest.json``, and sends
   one SQS message per table (SendMessageBatch, 10 a call);
-- the **worker** (the queue's event source, one message a call) advises its table as
+- the **worker** step (the queue's event source, one message a call) advises its table as
   ``ddb-capacity advise`` does ([`advise.advise_one`][], current settings included) and
   writes ``runs/<run-id>/tables/<table>.json`` and the table's page beside it,
   ``runs/<run-id>/tables/<table>.html``;
-- the **report** (scheduled a delay after the lister) reads the manifest and every
+- the **report** step (a second schedule, a delay after the first) reads the manifest and every
   table's result and writes ``runs/<run-id>/report.csv|json|html`` and the same under
   ``latest/``, listing the tables with no result as missing; the fleet page
   (``report.html``) links each table's page.
@@ -60,6 +60,7 @@ from .simulator.params import ModelParams
 
 __all__ = [
     "advise_message",
+    "advisor_handler",
     "lister_handler",
     "list_run",
     "report_handler",
@@ -446,3 +447,27 @@ def report_handler(event: Mapping[str, Any], context: Any = None) -> dict[str, i
     _metrics(counts)
     log_event("reported", counts=counts)
     return counts
+
+
+# ------------------------------------------------------------------------------ the function
+
+
+STEPS = {"list": lister_handler, "report": report_handler}
+"""The scheduled steps, by the ``step`` of the rule's event."""
+
+
+def advisor_handler(event: Mapping[str, Any], context: Any = None) -> Any:
+    """AWS Lambda entry point of the ``FleetAdvisor``: an SQS event advises its table
+    (`worker_handler`); a scheduled event ``{"step": "list" | "report", "time": ...}`` runs
+    that step. Any other event is counted (``Failures``) and fails the invocation."""
+    if isinstance(event, Mapping) and "Records" in event:
+        return worker_handler(event, context)
+    step = event.get("step") if isinstance(event, Mapping) else None
+    handler = STEPS.get(step) if isinstance(step, str) else None
+    if handler is None:
+        _metrics({"Failures": 1})
+        log_event("invalid_event", level=logging.ERROR, step=shown(repr(step), 60))
+        raise ValueError(
+            f"step: got {shown(repr(step), 60)}; expected 'list' or 'report' (or an SQS event)"
+        )
+    return handler(event, context)

@@ -1,5 +1,5 @@
-"""FleetAdvisor as a template: the bucket, the queues, the three functions on the advisor
-asset, the schedules, the event source, least-privilege IAM statement by statement, the
+"""FleetAdvisor as a template: the bucket, the queues, its one function on the advisor
+asset, the schedules of its steps, the event source, least-privilege IAM statement by statement, the
 alarms; synthesized under the five cdk-nag packs (an unacknowledged finding fails synth),
 cfn-lint clean; bad props refused with the prop, the value and what is allowed."""
 
@@ -25,9 +25,7 @@ from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_tools.fleet_settings import AdvisorSettings
 from tests.support.fleet_advisor import statements_of
 
-HANDLERS = {
-    f"ddb_capacity_tools.fleet_lambda.{h}_handler": h for h in ("lister", "worker", "report")
-}
+HANDLER = "ddb_capacity_tools.fleet_lambda.advisor_handler"
 
 
 @pytest.fixture(scope="module")
@@ -50,26 +48,33 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> tuple[Template, Pat
     return Template.from_stack(stack), outdir
 
 
-def functions(template: Template) -> dict[str, Mapping[str, Any]]:
-    found = template.find_resources("AWS::Lambda::Function")
-    return {HANDLERS[f["Properties"]["Handler"]]: f for f in found.values()}
+def function(template: Template) -> tuple[str, Mapping[str, Any]]:
+    """The advisor's one function: its logical id and resource."""
+    [(logical_id, found)] = template.find_resources("AWS::Lambda::Function").items()
+    assert found["Properties"]["Handler"] == HANDLER
+    return logical_id, found
 
 
-def test_three_functions_on_the_advisor_asset_with_one_settings_contract(
+def test_one_function_on_the_advisor_asset_with_one_settings_contract(
     synthesized: tuple[Template, Path],
 ) -> None:
     template, outdir = synthesized
-    found = functions(template)
-    assert set(found) == {"lister", "worker", "report"}
-    for f in found.values():
-        props = f["Properties"]
-        assert props["Architectures"] == ["arm64"]
-        env = props["Environment"]["Variables"]
-        assert set(env) == set(AdvisorSettings("b").to_env())
-        assert env["FLEET_ADVISOR_CANDIDATES"] == "on-demand,autopilot:70"
-        assert env["FLEET_ADVISOR_REPORT_DELAY_MINUTES"] == "120"
-    assert found["worker"]["Properties"]["Timeout"] == 900
-    assert found["worker"]["Properties"]["MemorySize"] == 1769
+    _, found = function(template)
+    props = found["Properties"]
+    assert props["Architectures"] == ["arm64"]
+    env = props["Environment"]["Variables"]
+    assert set(env) == set(AdvisorSettings("b").to_env())
+    assert env["FLEET_ADVISOR_CANDIDATES"] == "on-demand,autopilot:70"
+    assert env["FLEET_ADVISOR_REPORT_DELAY_MINUTES"] == "120"
+    assert props["Timeout"] == 900
+    assert props["MemorySize"] == 1769
+    # its scheduled runs only: a failed one goes to the dead-letter queue, never retried
+    assert "ReservedConcurrentExecutions" not in props  # the event source bounds it
+    assert "DeadLetterConfig" in props
+    template.has_resource_properties(
+        "AWS::Lambda::EventInvokeConfig",
+        {"MaximumRetryAttempts": 0, "MaximumEventAgeInSeconds": 3600},
+    )
     # the asset holds the two packages and the tools' pure-Python dependencies, no more
     staged = sorted(p.name for p in staged_advisor().iterdir())
     assert staged == ["cronsim", "ddb_capacity_runtime", "ddb_capacity_tools", "tzdata"]
@@ -108,10 +113,18 @@ def test_the_advisor_asset_imports_nothing_outside_it_but_lambdas_own(tmp_path: 
 
 def test_schedules_queue_and_event_source(synthesized: tuple[Template, Path]) -> None:
     template, _ = synthesized
+    logical_id, _ = function(template)
     rules = template.find_resources("AWS::Events::Rule")
-    crons = sorted(r["Properties"]["ScheduleExpression"] for r in rules.values())
-    # the lister at 23:30 UTC, the report 2 hours later: 01:30 the next day
-    assert crons == ["cron(30 1 * * ? *)", "cron(30 23 * * ? *)"]
+    steps = {}
+    for rule in rules.values():
+        [target] = rule["Properties"]["Targets"]
+        assert target["Arn"] == {"Fn::GetAtt": [logical_id, "Arn"]}
+        transformer = target["InputTransformer"]
+        assert transformer["InputPathsMap"] == {"time": "$.time"}
+        step = json.loads(transformer["InputTemplate"].replace("<time>", '"t"'))["step"]
+        steps[step] = rule["Properties"]["ScheduleExpression"]
+    # the list step at 23:30 UTC, the report 2 hours later: 01:30 the next day
+    assert steps == {"list": "cron(30 23 * * ? *)", "report": "cron(30 1 * * ? *)"}
     template.has_resource_properties(
         "AWS::Lambda::EventSourceMapping",
         {
@@ -150,29 +163,19 @@ def test_schedules_queue_and_event_source(synthesized: tuple[Template, Path]) ->
     }
 
 
-def test_each_function_may_do_its_part_only(synthesized: tuple[Template, Path]) -> None:
+def test_the_function_may_do_its_parts_only(synthesized: tuple[Template, Path]) -> None:
     template, _ = synthesized
-    roles = {
-        name: f["Properties"]["Role"]["Fn::GetAtt"][0] for name, f in functions(template).items()
-    }
+    role = function(template)[1]["Properties"]["Role"]["Fn::GetAtt"][0]
+    statements = statements_of(template, role)
     actions = {
-        name: {
-            sid: sorted(s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
-            for sid, s in statements_of(template, role).items()
-        }
-        for name, role in roles.items()
+        sid: sorted(s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
+        for sid, s in statements.items()
     }
-    logs = ["logs:CreateLogStream", "logs:PutLogEvents"]
-    dead = ["sqs:SendMessage"]
-    assert actions["lister"] == {
-        "WriteOwnLogs": logs,
-        "DeadLetters": dead,
+    assert actions == {
+        "WriteOwnLogs": ["logs:CreateLogStream", "logs:PutLogEvents"],
+        "DeadLetters": ["sqs:SendMessage"],
         "ListTables": ["dynamodb:ListTables"],
         "SendTables": ["sqs:SendMessage"],
-        "WriteManifest": ["s3:PutObject"],
-    }
-    assert actions["worker"] == {
-        "WriteOwnLogs": logs,
         "ReceiveTables": [
             "sqs:ChangeMessageVisibility",
             "sqs:DeleteMessage",
@@ -185,26 +188,17 @@ def test_each_function_may_do_its_part_only(synthesized: tuple[Template, Path]) 
             "application-autoscaling:DescribeScalableTargets",
             "application-autoscaling:DescribeScalingPolicies",
         ],
-        "WriteResults": ["s3:PutObject"],
-    }
-    assert actions["report"] == {
-        "WriteOwnLogs": logs,
-        "DeadLetters": dead,
-        "ReadRuns": ["s3:GetObject", "s3:PutObject"],
+        "ReadWriteRuns": ["s3:GetObject", "s3:PutObject"],
         "ListRuns": ["s3:ListBucket"],
     }
-    worker = statements_of(template, roles["worker"])
-    [results] = worker["WriteResults"]["Resource"]["Fn::Join"][1][-1:]
-    assert results == "/runs/*/tables/*"  # its result objects only, not the reports
-    lister = statements_of(template, roles["lister"])
-    assert lister["WriteManifest"]["Resource"]["Fn::Join"][1][-1] == "/runs/*"
-    report = statements_of(template, roles["report"])
+    runs = [r["Fn::Join"][1][-1] for r in statements["ReadWriteRuns"]["Resource"]]
+    assert runs == ["/runs/*", "/latest/*"]  # its own prefixes, not the whole bucket
     # unconditioned: S3 answers 404 for a missing key only to a caller that may list the
     # bucket, and a GetObject carries no s3:prefix for a condition to match
-    assert "Condition" not in report["ListRuns"]
-    for role in roles.values():  # nothing inline, nothing AWS-managed
-        props = template.find_resources("AWS::IAM::Role")[role]["Properties"]
-        assert "ManagedPolicyArns" not in props and "Policies" not in props
+    assert "Condition" not in statements["ListRuns"]
+    # nothing inline, nothing AWS-managed
+    props = template.find_resources("AWS::IAM::Role")[role]["Properties"]
+    assert "ManagedPolicyArns" not in props and "Policies" not in props
 
 
 def test_alarms_on_dead_letters_failures_and_missing_tables(

@@ -102,8 +102,9 @@ def test_lister_worker_report_over_one_run(
             AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
             KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
         )
-    # WHEN the lister runs at the scheduled time
-    counts = fleet_lambda.lister_handler({"time": world["moment"].isoformat()})
+    # WHEN the list step runs at the scheduled time (the rule's event)
+    event = {"step": "list", "time": world["moment"].isoformat()}
+    counts = fleet_lambda.advisor_handler(event)
     run_id = run_id_of(world["moment"])
     assert counts == {"TablesListed": 11, "Failures": 0}
     world["ddb"].delete_table(TableName=faulty)
@@ -120,7 +121,7 @@ def test_lister_worker_report_over_one_run(
     assert {b["run_id"] for b in bodies} == {run_id}
     for message, body in zip(messages, bodies, strict=True):
         if body["table"] != late:
-            answer = fleet_lambda.worker_handler({"Records": [record(message)]})
+            answer = fleet_lambda.advisor_handler({"Records": [record(message)]})
             assert answer == {"batchItemFailures": []}
     worked = [m for m in metrics(capsys.readouterr().out) if "TablesAdvised" in m]
     assert len(worked) == 10  # one record per message handled
@@ -128,7 +129,7 @@ def test_lister_worker_report_over_one_run(
     assert sum(m["TablesIdle"] for m in worked) == 8  # idle: counted apart, never alarmed
     assert sum(m["TablesFailed"] for m in worked) == 1  # the deleted table: alarmed
     # AND the report lists the good table advised, the deleted one failed, the late missing
-    counts = fleet_lambda.report_handler({})
+    counts = fleet_lambda.advisor_handler({"step": "report", "time": "2026-01-01T05:00:00Z"})
     assert counts == {"TablesReported": 11, "TablesMissing": 1, "Failures": 0}
     [emf] = metrics(capsys.readouterr().out)
     assert emf["TablesMissing"] == 1 and emf["Failures"] == 0
@@ -187,6 +188,16 @@ def test_an_invalid_message_is_counted_and_dropped(
     ]
     listed = world["s3"].list_objects_v2(Bucket=world["settings"].bucket)
     assert listed.get("KeyCount", 0) == 0  # nothing written
+
+
+@pytest.mark.parametrize("event", [{}, {"step": "advise"}, {"step": ["list"]}, "list", None])
+def test_an_event_of_no_step_is_counted_and_fails_the_run(
+    event: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(ValueError, match="step: got .*; expected 'list' or 'report'"):
+        fleet_lambda.advisor_handler(event)
+    [emf] = metrics(capsys.readouterr().out)
+    assert emf["Failures"] == 1
 
 
 def test_a_result_that_cannot_be_written_is_a_batch_item_failure(

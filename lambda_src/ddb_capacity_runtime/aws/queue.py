@@ -1,4 +1,4 @@
-"""Runs in: scaler Lambda (the sharded tick's batches), fleet advisor Lambda (its lister).
+"""Runs in: scaler Lambda (the sharded tick's batches), fleet advisor Lambda (its list step).
 
 What a SendMessageBatch answer says was sent, and why not, read as untrusted input."""
 
