@@ -556,7 +556,7 @@ def test_capacity_requests_and_fleet_advisor_function_options(stack: cdk.Stack) 
     assert function_of(template, "DynamoDB capacity hold restorer")["MemorySize"] == 256
     assert function_of(template, "DynamoDB capacity signals (fast path)")["Timeout"] == 45
     assert function_of(template, "DynamoDB capacity request broker")["Timeout"] == 900
-    assert function_of(template, "DynamoDB fleet advisor, worker")["Timeout"] == 300
+    assert function_of(template, "DynamoDB fleet advisor")["Timeout"] == 300
     # the worker's queue hides a message six times the worker's timeout
     template.has_resource_properties("AWS::SQS::Queue", {"VisibilityTimeout": 1800})
 
