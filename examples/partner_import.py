@@ -68,11 +68,6 @@ class PartnerImportStack(cdk.Stack):
                 "Shipments are re-imported from the partners' files; point-in-time "
                 "recovery (on) covers the hours in between.",
             )
-        cdk.CfnOutput(
-            self,
-            "RestorerFunctionName",
-            value=requests.restorer.function.function_name if requests.restorer else "",
-        )
         cdk.CfnOutput(self, "BrokerFunctionName", value=requests.broker.function_name)
         cdk.CfnOutput(self, "TableName", value=shipments.table.table_name)
         cdk.CfnOutput(self, "HoldStoreName", value=requests.hold_store.table_name)

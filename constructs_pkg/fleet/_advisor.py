@@ -170,13 +170,6 @@ class FleetAdvisor(Construct):
             self._where, function_options, function_defaults(worker_memory_size)
         )
         self._check_candidates(candidates or ())
-        duration_prop(
-            self._where,
-            "report_retention",
-            report_retention,
-            Duration.days(1),
-            step=Duration.days(1),
-        )
         self.days = days
         """days of CloudWatch history each table is advised on"""
         self.bucket = self._render_bucket(report_retention)
@@ -292,6 +285,9 @@ class FleetAdvisor(Construct):
     # ---------------------------------------------------------------- storage and queues
 
     def _render_bucket(self, retention: Duration) -> s3.Bucket:
+        duration_prop(
+            self._where, "report_retention", retention, Duration.days(1), step=Duration.days(1)
+        )
         bucket = s3.Bucket(
             self,
             "Reports",

@@ -6,14 +6,14 @@ Workers call ``ddb_capacity_runtime.requests.request_capacity`` (or ``ddb-capaci
 request``) at run time. This construct makes the hold store (a small on-demand DynamoDB
 table with conditional writes) and a broker function with its own narrow role: workers are
 granted invoking the broker and nothing else, and the broker checks every request against
-this construct's configuration before it raises anything. By default it also deploys a
-small scheduled restorer that ends expired holds, so a worker that dies mid-work leaves
-nothing raised behind. A ``ThrottleAwareScaler`` that manages one of the same tables is
-connected to it without a call, whichever is made first (`common._wiring`): it obeys the
-holds and ends them in its tick, keeping its own state in the hold store (``connect`` does
-it by hand, for a scaler that finds tables by tag); the restorer stays even then
-(``CapacityRequests``: why), unless ``restore_every=None`` leaves it out where that is
-safe.
+this construct's configuration before it raises anything. By default an EventBridge rule
+(the restorer) also asks the broker every 5 minutes to end expired holds, so a worker that
+dies mid-work leaves nothing raised behind. A ``ThrottleAwareScaler`` that manages one of
+the same tables is connected to it without a call, whichever is made first
+(`common._wiring`): it obeys the holds and ends them in its tick, keeping its own state in
+the hold store (``connect`` does it by hand, for a scaler that finds tables by tag); the
+restorer stays even then (``CapacityRequests``: why), unless ``restore_every=None`` leaves
+it out where that is safe.
 
 With ``fast_path=FastPath(...)`` it also deploys the signals function: the application's
 processes report what they consume and the throttles they meet within seconds (one
@@ -31,6 +31,8 @@ from typing import Any, Unpack
 from aws_cdk import Aspects, Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
@@ -57,7 +59,7 @@ from ddb_capacity_runtime.requests.client import BROKER_MAX_WAIT
 from ..common import _wiring as wiring
 from ..common._alarm_sink import chosen_alarm_topic
 from ..common._alarms import AlarmOptions, AlarmSet, checked_alarm_options, emf_metric
-from ..common._compliance import acknowledge, acknowledge_function, skip_checkov
+from ..common._compliance import acknowledge, acknowledge_all, acknowledge_function, skip_checkov
 from ..common._deploy_limits import check_function
 from ..common._function_options import FunctionDefaults, FunctionOptions, function_configs
 from ..common._iam_statements import (
@@ -73,7 +75,7 @@ from ..common._iam_statements import (
 from ..common._lazy import lazy_json
 from ..common._props import Checked, MetricProps
 from ..common._runtime import runtime_function, state_store_table
-from ..common._scheduled_function import ScheduledFunction, scheduled_function
+from ..common._scheduled_function import _configure_failed_runs
 from ..fast_path._fast_path import (
     SIGNALS_MAX_EVENT_AGE,
     SIGNALS_MEMORY_MB,
@@ -99,13 +101,11 @@ from ..table._capacity import DEFAULT_TABLE_QUOTA, check_table_quota
 from ..table._parts import is_table, table_shown
 from ..table._table import REQUESTS_GLOBAL, TableCapacity, check_table, index_names_of, table_list
 from . import _requests_checks as checks
-from ._requests_alarms import broker_alarms, restorer_alarm
+from ._requests_alarms import broker_alarms, restorer_alarms
 
 DEFAULT_RESTORE_EVERY = Duration.minutes(5)
 """How often expired holds are ended by default: a hold outlives its expiry by at most this."""
-RESTORER_TIMEOUT = Duration.minutes(3)
 DEFAULT_MAX_HOLD = Duration.hours(24)
-RESTORER_MEMORY_MB = 128
 BROKER_TIMEOUT = Duration.minutes(15)
 """The broker waits for the table while a request is made: Lambda's longest timeout."""
 BROKER_MEMORY_MB = 256
@@ -121,9 +121,6 @@ FUNCTION_DEFAULTS = {
         why=f"a request waits up to {int(BROKER_MAX_WAIT.total_seconds() // 60)} minutes for "
         "its table (BROKER_MAX_WAIT), and the broker then needs the time left to withdraw "
         "the hold; Lambda's longest is 15 minutes",
-    ),
-    "Restorer": FunctionDefaults(
-        RESTORER_MEMORY_MB, RESTORER_TIMEOUT, shortest=Duration.minutes(1)
     ),
     "Signals": FunctionDefaults(
         SIGNALS_MEMORY_MB,
@@ -174,7 +171,6 @@ ALARM_IDS = (
     "BrokerErrors",
     "TimedOut",
     "HoldsDropped",
-    "RestorerErrors",
     "RestorerRunsDropped",
     "RestorerRunsExpired",
     "HoldsBusy",
@@ -207,8 +203,9 @@ class CapacityRequestsProps:
     [`allow_index`][constructs_pkg.requests.CapacityRequests.allow_index]."""
 
     restore_every: Duration | None = DEFAULT_RESTORE_EVERY
-    """How often a scheduled Lambda (the restorer) asks the broker to end expired holds on
-    these tables. Default: 5 minutes. None: no restorer; see "Why the restorer stays" before
+    """How often an EventBridge rule (the restorer) asks the broker to end expired holds on
+    these tables; a restore that fails fails the broker's run (``BrokerErrors``). Default: 5
+    minutes. None: no restorer; see "Why the restorer stays" before
     choosing it (a connected scaler, not a dry run, is then needed: synthesis fails without
     one)."""
 
@@ -250,11 +247,10 @@ class CapacityRequestsProps:
     periods, more actions. Default: every alarm as documented (docs: Alarms)."""
 
     function_options: Mapping[str, FunctionOptions] | None = None
-    """Per function (``"Broker"``, ``"Restorer"``, ``"Signals"``, ``"StreamReader"``), a
-    ``FunctionOptions`` merged over its defaults: the broker 256 MB and 15 minutes (its
-    timeout cannot be shorter: a request waits up to 13 minutes), the restorer 128 MB and 3
-    minutes (1 to 15 minutes), the signals function 256 MB and 30 seconds (10 seconds to a
-    minute); logs kept one year; ARM_64."""
+    """Per function (``"Broker"``, ``"Signals"``, ``"StreamReader"``), a ``FunctionOptions``
+    merged over its defaults: the broker 256 MB and 15 minutes (its timeout cannot be
+    shorter: a request waits up to 13 minutes), the signals function 256 MB and 30 seconds
+    (10 seconds to a minute); logs kept one year; ARM_64."""
 
 
 class CapacityRequests(Construct):
@@ -331,8 +327,8 @@ class CapacityRequests(Construct):
         """The broker: the one function workers may invoke to request capacity."""
         broker_alarms(self._served, self.broker)
         self.restorer = self._render_restorer(restore_every)
-        """The restorer (None with ``restore_every=None``): asks the broker to end expired holds on
-        a schedule."""
+        """The restorer (None with ``restore_every=None``): the EventBridge rule that asks the
+        broker to end expired holds (``{"action": "restore"}``) every ``restore_every``."""
         parts = self._render_fast_path(fast_path, surge, stream)
         self.signals = parts.signals if parts else None
         """The signals function (None without ``fast_path``)."""
@@ -393,7 +389,6 @@ class CapacityRequests(Construct):
         """Options for an alarm or a function these props never make, refused."""
         made = {
             "Broker": self.broker,
-            "Restorer": self.restorer,
             "Signals": self.signals,
             "StreamReader": self.stream_reader,
         }
@@ -471,7 +466,8 @@ class CapacityRequests(Construct):
     @property
     def alarms(self) -> Mapping[str, cloudwatch.IAlarm]:
         """The alarms by stable id (read-only): ``BrokerErrors``, ``HoldsDropped``;
-        ``RestorerErrors`` with a restorer; ``HoldsBusy`` with it or a fast path; ``SignalsErrors``,
+        ``RestorerRunsDropped`` and ``RestorerRunsExpired`` with a restorer; ``HoldsBusy``
+        with it or a fast path; ``SignalsErrors``,
         ``ReportsRefused``, ``SurgeBudget``, ``SurgeUnits``, ``SurgesFailed``,
         ``SurgeEntriesIgnored``, ``CombinerFull``, ``SignalsDropped``, ``BucketFailed``,
         ``CorroborationFailed``,
@@ -514,33 +510,35 @@ class CapacityRequests(Construct):
         """Capacity units the fast path's surges added."""
         return self.metric("SurgeUnits", **props)
 
-    def _render_restorer(self, restore_every: Duration | None) -> ScheduledFunction | None:
-        """The restorer only asks the broker to end expired holds: it changes nothing
-        itself, so only the broker (and a connected scaler) can change capacity."""
+    def _render_restorer(self, restore_every: Duration | None) -> events.Rule | None:
+        """The restorer: a rule that asks the broker to end expired holds every
+        ``restore_every`` (an asynchronous run, never retried once the next is due). The
+        broker alone may change capacity; a restore that fails fails its run, counted in
+        the broker's ``Errors``."""
         if restore_every is None:
             return None
-        restorer = scheduled_function(
+        rule = events.Rule(
             self,
-            handler="ddb_capacity_runtime.requests.restorer.restorer_handler",
-            description="DynamoDB capacity hold restorer",
-            config=self._functions["Restorer"],
-            every=restore_every,
-            calls="Lambda (the capacity broker)",
+            "RestoreSchedule",
+            schedule=events.Schedule.rate(restore_every),
+            description="Asks the DynamoDB capacity broker to end expired holds",
+            targets=[
+                targets.LambdaFunction(
+                    self.broker,
+                    event=events.RuleTargetInput.from_object({"action": "restore"}),
+                    retry_attempts=2,
+                    max_event_age=restore_every,
+                )
+            ],
         )
-        restorer.function.add_environment(BROKER_ENV, self.broker.function_name)
-        restorer.policy.add_statements(
-            iam.PolicyStatement(
-                sid="AskTheBroker",
-                actions=["lambda:InvokeFunction"],
-                resources=[self.broker.function_arn],
-            )
+        _configure_failed_runs(self, self.broker, None, restore_every)
+        acknowledge_all(
+            self.node.find_child("AsyncInvokeConfig"),
+            {"Serverless-LambdaAsyncFailureDestination": UNKEPT_RESTORES},
         )
-        restorer_alarm(self._served, restorer.function, restore_every)
-        for alarm_id, spec in restorer.failed_runs(
-            restore_every, "capacity hold restorer", prefix="Restorer"
-        ):
-            self._served.alarms.add(alarm_id, spec)
-        return restorer
+        acknowledge_all(rule, {"Serverless-EventBusDLQ": UNKEPT_RESTORES})
+        restorer_alarms(self._served, self.broker, rule, restore_every)
+        return rule
 
     def _render_fast_path(
         self,
@@ -754,11 +752,18 @@ class CapacityRequests(Construct):
         )
 
 
+UNKEPT_RESTORES = (
+    "A failed restore is counted (the broker's Errors, the rule's FailedInvocations, "
+    "AsyncEventsDropped) and alarmed; its event carries nothing to replay (the next run "
+    "reads every hold afresh)."
+)
+
+
 def _acknowledge_broker(broker: lambda_.Function, broker_concurrency: int | None) -> None:
     """The broker's acknowledgements (its reserved concurrency's only with one)."""
     no_dlq = (
-        "Workers invoke the broker synchronously and get its answer or its error; there is "
-        "no asynchronous event to keep."
+        "Workers invoke the broker synchronously and get its answer or its error; its "
+        f"restorer's runs are asynchronous: {UNKEPT_RESTORES}"
     )
     acknowledge_function(
         broker,
@@ -775,7 +780,8 @@ def _acknowledge_broker(broker: lambda_.Function, broker_concurrency: int | None
             "CloudWatch); it reaches nothing in a VPC.",
             "LambdaConcurrency": "Concurrent requests are expected; they are serialized per "
             "dimension by the hold store's leases.",
-            "LambdaDLQ": "Invoked synchronously only; the caller gets the error.",
+            "LambdaDLQ": "Workers invoke it synchronously and get the error; a failed "
+            "scheduled restore is counted and alarmed, and carries nothing to replay.",
         },
         no_dlq,
     )

@@ -1,7 +1,8 @@
 """Runs in: CDK app (synth time).
 
-The alarms of [`CapacityRequests`][] on its own functions: its broker's and restorer's
-failures, a request timed out, holds dropped. They are made in the scope of the
+The alarms of [`CapacityRequests`][] on its own functions: its broker's failures (its
+scheduled restores' among them) and its restorer's runs lost, a request timed out, holds
+dropped. They are made in the scope of the
 ``CapacityRequests`` (`Served.alarms`: their construct ids, and so the template, are the
 construct's own); ``HoldsBusy`` and the fast path's are `fast_path._signals_alarms`'.
 """
@@ -9,8 +10,10 @@ construct's own); ``HoldsBusy`` and the fast path's are `fast_path._signals_alar
 from __future__ import annotations
 
 from aws_cdk import Duration
+from aws_cdk import aws_events as events
 from aws_cdk import aws_lambda as lambda_
 
+from ..common._scheduled_function import failed_runs
 from ..fast_path._served import Served
 from ..fast_path._signals_alarms import busy_alarm, count_alarm, errors_alarm
 
@@ -59,17 +62,12 @@ def broker_alarms(served: Served, broker: lambda_.Function) -> None:
     )
 
 
-def restorer_alarm(served: Served, function: lambda_.Function, every: Duration) -> None:
-    """The restorer failed; a held table stayed not ACTIVE (`busy_alarm`)."""
-    errors_alarm(
-        served,
-        function,
-        "RestorerErrors",
-        "A run of the capacity hold restorer failed: held minimums stay raised until a run "
-        "ends their holds",
-        "the error in the restorer function's log group, then the broker's at the same time "
-        "(the broker does the work); the restorer's dead-letter queue",
-        "as for BrokerErrors: fix what the error names; the next run that succeeds ends the "
-        "expired holds",
-    )
+def restorer_alarms(
+    served: Served, broker: lambda_.Function, rule: events.Rule, every: Duration
+) -> None:
+    """The restorer's runs (``rule`` invoking ``broker``) were dropped or expired unrun
+    (`failed_runs`; a run that fails is the broker's ``Errors``); a held table stayed not
+    ACTIVE (`busy_alarm`)."""
+    for alarm_id, spec in failed_runs(broker, rule, every, "capacity hold restore"):
+        served.alarms.add(f"Restorer{alarm_id}", spec)
     busy_alarm(served, every)

@@ -136,7 +136,7 @@ def unused_options(
 
 def _never_made(name: str, fast_path: FastPath | None) -> str:
     """Why the alarm or function ``name`` is not made."""
-    if name in ("Restorer", "RestorerErrors"):
+    if name.startswith("Restorer"):
         return "restore_every=None leaves the restorer out"
     if name == "HoldsBusy":
         return "restore_every=None leaves the restorer out, and there is no fast path"

@@ -6,7 +6,7 @@ What runs inside AWS Lambda and in users' workers: boto3 and the standard librar
 - `core`: the pure core (policy, forecast, quota ledger, settings contract);
 - `aws`: the layer that talks to AWS (with the state store's own module);
 - `scaler`: the throttle-aware scaler Lambda;
-- [`requests`][]: capacity requests and their restorer Lambda;
+- [`requests`][]: capacity requests, the broker Lambda and its restores;
 - `settle`: the settle custom resource of PROVISION_THEN_SETTLE;
 - `workers`: the rate-limited scan and slow-start writer users run in their workers;
 - [`events`][]: the one log channel, and the one builder of EMF records.

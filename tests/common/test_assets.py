@@ -95,7 +95,6 @@ def test_every_run_time_function_is_synthesized(assets: dict[str, Path]) -> None
         SCALER,
         "ddb_capacity_runtime.scaler.handler.batch_handler",
         "ddb_capacity_runtime.requests.broker.broker_handler",
-        "ddb_capacity_runtime.requests.restorer.restorer_handler",
         "ddb_capacity_runtime.fast_path.signals_function.signals_handler",
         "ddb_capacity_runtime.fast_path.stream_reader.stream_handler",
     }

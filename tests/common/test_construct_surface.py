@@ -418,7 +418,6 @@ def test_capacity_requests_alarms_and_metrics(stack: cdk.Stack) -> None:
         "BrokerErrors",
         "TimedOut",
         "HoldsDropped",
-        "RestorerErrors",
         "RestorerRunsDropped",
         "RestorerRunsExpired",
         "HoldsBusy",
@@ -545,7 +544,7 @@ def test_capacity_requests_and_fleet_advisor_function_options(stack: cdk.Stack) 
         tables=[orders(stack)],
         fast_path=FastPath(),
         function_options={
-            "Restorer": FunctionOptions(memory_size=256),
+            "Broker": FunctionOptions(memory_size=512),
             "Signals": FunctionOptions(timeout=Duration.seconds(45)),
         },
     )
@@ -553,7 +552,7 @@ def test_capacity_requests_and_fleet_advisor_function_options(stack: cdk.Stack) 
         stack, "Advisor", function_options={"Worker": FunctionOptions(timeout=Duration.minutes(5))}
     )
     template = Template.from_stack(stack)
-    assert function_of(template, "DynamoDB capacity hold restorer")["MemorySize"] == 256
+    assert function_of(template, "DynamoDB capacity request broker")["MemorySize"] == 512
     assert function_of(template, "DynamoDB capacity signals (fast path)")["Timeout"] == 45
     assert function_of(template, "DynamoDB capacity request broker")["Timeout"] == 900
     assert function_of(template, "DynamoDB fleet advisor")["Timeout"] == 300
@@ -653,8 +652,8 @@ def test_capacity_requests_and_fleet_advisor_function_options(stack: cdk.Stack) 
             lambda s: CapacityRequests(
                 s, "R", tables=[orders(s)], function_options={"Scaler": FunctionOptions()}
             ),
-            "function_options: unknown function 'Scaler'; expected one of: Broker, Restorer, "
-            "Signals",
+            "function_options: unknown function 'Scaler'; expected one of: Broker, Signals, "
+            "StreamReader",
         ),
         (
             lambda s: ThrottleAwareScaler(
@@ -722,18 +721,12 @@ def test_the_guides_app_synthesizes_as_it_says(tmp_path: Path) -> None:
         "Team runbook: https://wiki.example.com/ddb-capacity"
     ]
     # AND the functions as their options say
-    restorers = template.find_resources(
-        "AWS::Lambda::Function",
-        {"Properties": {"Description": "DynamoDB capacity hold restorer", "MemorySize": 256}},
-    )
-    assert len(restorers) == 1
-    (restorer,) = restorers.values()
-    assert retention_of(template, restorer["Properties"]) == 30
     brokers = template.find_resources(
         "AWS::Lambda::Function",
         {"Properties": {"Description": "DynamoDB capacity request broker"}},
     ).values()
     assert sorted(b["Properties"]["Architectures"][0] for b in brokers) == ["arm64", "x86_64"]
+    assert sorted(retention_of(template, b["Properties"]) for b in brokers) == [30, 365]
 
 
 # ---------------------------------------------------------------------- the settle functions

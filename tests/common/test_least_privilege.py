@@ -6,7 +6,7 @@ The app: a table managed by a scaler and by capacity requests (``Orders``), a ta
 by the scaler's discovery tag (``Tagged``), a table pre-warmed by PROVISION_THEN_SETTLE
 (``Catalog``), and an unmanaged table with its own auto scaling (``Unmanaged``), all in one
 account; the principals are the scaler (owning its ProvisionedTable's target values), the
-broker, the restorer, the settle step's functions (and its provider's) and a worker granted
+broker, the settle step's functions (and its provider's) and a worker granted
 capacity requests. The scaler writes no tag: it may only remove 0.4's state
 tags, and it writes the items of its state store (here the requests' hold store) alone.
 """
@@ -27,7 +27,6 @@ TABLES = ("Orders", "Tagged", "Catalog", "Unmanaged")
 PRINCIPALS = (
     "scaler",
     "broker",
-    "restorer",
     "settle",
     "settle-check",
     "provider",
@@ -53,7 +52,6 @@ def roles(template: Template) -> dict[str, str]:
     handlers = {
         "ddb_capacity_runtime.scaler.handler.lambda_handler": "scaler",
         "ddb_capacity_runtime.requests.broker.broker_handler": "broker",
-        "ddb_capacity_runtime.requests.restorer.restorer_handler": "restorer",
         "ddb_capacity_runtime.settle.handler.is_complete": "settle",
         "ddb_capacity_runtime.settle.handler.on_event": "settle-check",
         # the settle step's provider (aws-cdk-lib's framework functions, on roles of ours)
@@ -196,12 +194,11 @@ def test_the_evaluator_says_yes_where_the_policies_do(template: Template) -> Non
     invoke = Request(
         "lambda:InvokeFunction", f"arn:{PARTITION}:lambda:{REGION}:{ACCOUNT}:function:{broker}"
     )
-    for principal in ("worker", "restorer"):
-        statements = template.statements_of(role[principal])
-        assert allowed(statements, invoke)
-        assert not allowed(
-            statements, Request("lambda:InvokeFunction", invoke.resource.replace(broker, "X"))
-        )
+    statements = template.statements_of(role["worker"])
+    assert allowed(statements, invoke)
+    assert not allowed(
+        statements, Request("lambda:InvokeFunction", invoke.resource.replace(broker, "X"))
+    )
 
 
 def test_the_matrix_reads_the_template_not_a_copy(template: Template) -> None:

@@ -280,12 +280,12 @@ def test_failed_surges_and_the_functions_errors_are_alarmed(stack: cdk.Stack) ->
             "AlarmActions": topic,
         },
     )
-    # broker errors, requests timed out, restorer errors, holds dropped, holds busy; signals
+    # broker errors (its restores'), requests timed out, holds dropped, holds busy; signals
     # errors, surges
     # failed, entries ignored, combiner full, reports dropped, reports refused, surge
     # budget met, surge units, a bucket estimate not kept, a corroboration failed, surges
     # unconfirmed, hook failures; restorer runs dropped or expired
-    template.resource_count_is("AWS::CloudWatch::Alarm", 19)
+    template.resource_count_is("AWS::CloudWatch::Alarm", 18)
 
 
 def test_refused_reports_the_budget_and_surge_volume_are_alarmed(stack: cdk.Stack) -> None:
@@ -386,7 +386,8 @@ def test_without_the_fast_path_there_is_no_signals_function(stack: cdk.Stack) ->
     requests = CapacityRequests(stack, "Requests", tables=[tables(stack)[0]])
     assert (requests.signals, requests.signals_policy) == (None, None)
     template = Template.from_stack(stack)
-    template.resource_count_is("AWS::Lambda::EventInvokeConfig", 1)  # the restorer's alone
+    # the broker's alone: its restores, asynchronous, are never retried once stale
+    template.resource_count_is("AWS::Lambda::EventInvokeConfig", 1)
     assert not template.find_resources(
         "AWS::Lambda::Function", {"Properties": {"Handler": HANDLER}}
     )

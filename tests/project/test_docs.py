@@ -586,19 +586,16 @@ def test_capacity_requests_construct_example_synthesizes(tmp_path: Path) -> None
         for r in resources.values()
         if r["Type"] == "AWS::Lambda::Function"
     ]
-    assert sorted(handlers) == [
-        "ddb_capacity_runtime.requests.broker.broker_handler",
-        "ddb_capacity_runtime.requests.restorer.restorer_handler",
-    ]
+    assert sorted(handlers) == ["ddb_capacity_runtime.requests.broker.broker_handler"]
     descriptions = sorted(
         r["Properties"]["Description"]
         for r in resources.values()
         if r["Type"] == "AWS::IAM::ManagedPolicy"
     )
-    assert descriptions == [
-        "Permissions of DynamoDB capacity hold restorer",
-        "Permissions of DynamoDB capacity request broker",
-    ]
+    assert descriptions == ["Permissions of DynamoDB capacity request broker"]
+    # the restorer: a rule that asks the broker to restore
+    (rule,) = [r for r in resources.values() if r["Type"] == "AWS::Events::Rule"]
+    assert json.loads(rule["Properties"]["Targets"][0]["Input"]) == {"action": "restore"}
     # the worker's grant: invoking the broker, in its default policy
     (inline,) = [r for r in resources.values() if r["Type"] == "AWS::IAM::Policy"]
     (statement,) = inline["Properties"]["PolicyDocument"]["Statement"]
@@ -617,7 +614,6 @@ def test_fast_path_example_synthesizes(tmp_path: Path) -> None:
     assert handlers == [
         "ddb_capacity_runtime.fast_path.signals_function.signals_handler",
         "ddb_capacity_runtime.requests.broker.broker_handler",
-        "ddb_capacity_runtime.requests.restorer.restorer_handler",
     ]
     # the worker's grant: invoking the signals function, and nothing else
     (inline,) = [r for r in resources.values() if r["Type"] == "AWS::IAM::Policy"]
@@ -743,7 +739,7 @@ def test_the_permissions_page_lists_every_statement() -> None:
                         r"^AllowEventRule\w+$", "AllowEventRule*Schedule*", statement["Sid"]
                     )
                     sids.add(re.sub(r"^Settle[A-Za-z0-9]+$", "Settle*Table*", sid))
-    assert {"MoveMinimumsOfTaggedTargets", "AskTheBroker", "Settle*Table*"} <= sids
+    assert {"MoveMinimumsOfTaggedTargets", "Settle*Table*"} <= sids
     missing = sids - listed - {"AlarmsOfThisAccount"}
     assert missing == set()
     assert "AlarmsOfThisAccount" in text
@@ -793,7 +789,13 @@ def test_the_alarm_runbook_has_an_entry_per_alarm() -> None:
             if isinstance(construct, cloudwatch.Alarm):
                 per = [p for p in ("Throttled", "HotKey") if construct.node.id.startswith(p)]
                 ids.add(per[0] if per else construct.node.id)
-    assert {"ErrorsAlarm", "BrokerErrorsAlarm", "RestorerErrorsAlarm", "Throttled", "HotKey"} <= ids
+    assert {
+        "ErrorsAlarm",
+        "BrokerErrorsAlarm",
+        "RestorerRunsDroppedAlarm",
+        "Throttled",
+        "HotKey",
+    } <= ids
     missing = {i for i in ids if not any(f"`{i}" in h for h in headings)}
     assert missing == set()
 

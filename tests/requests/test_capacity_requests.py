@@ -49,7 +49,6 @@ from tests.support.capacity_requests import (
 )
 from tests.support.capacity_requests import stubbed as stubbed  # noqa: F401 (fixture)
 from tests.support.capacity_requests import world as world  # noqa: F401 (fixture)
-from tests.support.local_lambda import local_lambda
 from tests.support.moto_world import World, base_min_tag
 from tests.support.shape import ROOT
 from tests.support.surge_guards import untrusted_cloudwatch
@@ -869,7 +868,7 @@ def test_the_lease_is_exclusive_and_runs_out(world: World) -> None:
     assert store.get("t2", None, "read").base == 10  # type: ignore[union-attr]
 
 
-def test_the_restorer_handler_ends_expired_holds_on_its_tables(
+def test_the_restorers_event_has_the_broker_end_expired_holds_on_its_tables(
     moto_world: World, aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for key, value in aws_env.items():
@@ -883,12 +882,10 @@ def test_the_restorer_handler_ends_expired_holds_on_its_tables(
         lease.write(40, [gone])
     monkeypatch.setenv("CAPACITY_HOLDS_TABLE", moto_world.store.name)
     monkeypatch.setenv("CAPACITY_SCOPES", json.dumps([{"table": name}]))
-    monkeypatch.setenv("CAPACITY_BROKER", "capacity-broker")
-    # the scheduled restorer asks the broker, which restores the tables it serves
-    with local_lambda({"capacity-broker": broker_handler}) as url:
-        monkeypatch.setenv("AWS_ENDPOINT_URL_LAMBDA", url)
-        out = restorer_module.restorer_handler({}, None)
+    # the restorer's rule sends the broker this event, which restores the tables it serves
+    out = broker_handler({"action": "restore"}, None)
     assert out == {
+        "ok": True,
         "restored": [
             {
                 "table": name,
@@ -904,19 +901,10 @@ def test_the_restorer_handler_ends_expired_holds_on_its_tables(
     }
     assert moto_world.throughput(name) == (10, 40)
     assert stored(moto_world, name) == {}
+    # a restore that fails raises: the run fails, counted in the broker's Errors
     monkeypatch.setenv("CAPACITY_HOLDS_TABLE", "NoSuchStore")
     with pytest.raises(RuntimeError, match="restoring holds failed: reading the hold store No"):
         broker_handler({"action": "restore"}, None)
-    with local_lambda({"capacity-broker": broker_handler}) as url:
-        monkeypatch.setenv("AWS_ENDPOINT_URL_LAMBDA", url)
-        with pytest.raises(
-            CapacityRequestError,
-            match="broker capacity-broker failed: restoring holds failed: reading the hold",
-        ):
-            restorer_module.restorer_handler({}, None)
-    monkeypatch.delenv("CAPACITY_BROKER")
-    with pytest.raises(CapacityRequestError, match="CAPACITY_BROKER: not set"):
-        restorer_module.restorer_handler({}, None)
 
 
 def test_after_a_hold_and_a_scaler_raise_the_minimum_comes_back_to_the_base(

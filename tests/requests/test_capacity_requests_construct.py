@@ -10,6 +10,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk.assertions import Annotations, Match, Template
@@ -246,37 +247,54 @@ def test_a_function_user_and_group_can_be_granted(stack: cdk.Stack) -> None:
     )
 
 
-def test_the_restorer_runs_on_a_schedule_and_may_only_ask_the_broker(stack: cdk.Stack) -> None:
+def test_the_restorer_is_a_rule_that_asks_the_broker_to_restore(stack: cdk.Stack) -> None:
     shipments, plain = tables(stack)
     requests = CapacityRequests(
         stack, "Requests", tables=[shipments, plain], restore_every=cdk.Duration.minutes(10)
     )
     template = Template.from_stack(stack)
+    # no function of its own: the rule invokes the broker with the restore action
+    broker = stack.resolve(requests.broker.function_arn)
+    assert requests.restorer is not None
+    rule = requests.restorer.node.default_child
+    assert isinstance(rule, events.CfnRule)
+    assert stack.resolve(rule.schedule_expression) == "rate(10 minutes)"
+    [target] = stack.resolve(rule.targets)
+    assert target["arn"] == broker
+    assert json.loads(target["input"]) == {"action": "restore"}
+    assert target["retryPolicy"]["maximumEventAgeInSeconds"] == 600
+    template.resource_count_is("AWS::Lambda::Function", 1)
+    # an asynchronous restore is never retried once the next is due; the broker's
+    # reserved concurrency is its own (the requests'), never one run at a time
     template.has_resource_properties(
-        "AWS::Lambda::Function",
+        "AWS::Lambda::EventInvokeConfig",
         {
-            "Handler": "ddb_capacity_runtime.requests.restorer.restorer_handler",
-            "ReservedConcurrentExecutions": 1,
-            "Environment": {
-                "Variables": {"CAPACITY_BROKER": stack.resolve(requests.broker.function_name)}
-            },
+            "FunctionName": stack.resolve(requests.broker.function_name),
+            "MaximumRetryAttempts": 0,
+            "MaximumEventAgeInSeconds": 600,
         },
     )
     template.has_resource_properties(
-        "AWS::Events::Rule", {"ScheduleExpression": "rate(10 minutes)"}
+        "AWS::Lambda::Function",
+        {
+            "Handler": "ddb_capacity_runtime.requests.broker.broker_handler",
+            "ReservedConcurrentExecutions": 10,
+        },
     )
-    statements = by_sid(policy(template, "Permissions of DynamoDB capacity hold restorer"))
-    assert set(statements) == {"WriteOwnLogs", "AskTheBroker"}
-    # It changes nothing itself: it may invoke the broker, and write its logs
-    assert statements["AskTheBroker"] == {
-        "Sid": "AskTheBroker",
-        "Effect": "Allow",
-        "Action": "lambda:InvokeFunction",
-        "Resource": stack.resolve(requests.broker.function_arn),
-    }
-    # errors of both, requests timed out, dropped holds, holds no restore of 30 minutes
-    # could end, and restorer runs dropped or expired
-    template.resource_count_is("AWS::CloudWatch::Alarm", 7)
+    # only that rule may invoke the broker as events.amazonaws.com
+    template.has_resource_properties(
+        "AWS::Lambda::Permission",
+        {
+            "Action": "lambda:InvokeFunction",
+            "FunctionName": broker,
+            "Principal": "events.amazonaws.com",
+            "SourceArn": stack.resolve(requests.restorer.rule_arn),
+        },
+    )
+    # broker errors (a failed restore among them), requests timed out, dropped holds, holds
+    # no restore of 30 minutes could end, and restorer runs dropped or expired
+    template.resource_count_is("AWS::CloudWatch::Alarm", 6)
+    assert {"RestorerRunsDropped", "RestorerRunsExpired"} <= set(requests.alarms)
     busy = requests.alarms["HoldsBusy"].node.default_child
     assert isinstance(busy, cloudwatch.CfnAlarm)
     assert stack.resolve(busy.metric_name) == "HoldsBusy"
@@ -827,9 +845,9 @@ NO_FAST_PATH = "there is no fast path (fast_path=None)"
         (
             {
                 "restore_every": None,
-                "function_options": {"Restorer": FunctionOptions(memory_size=512)},
+                "alarm_options": {"RestorerRunsDropped": AlarmOptions(threshold=5)},
             },
-            "function_options['Restorer'] configures a function",
+            "alarm_options['RestorerRunsDropped'] configures an alarm",
             "restore_every=None leaves the restorer out",
         ),
     ],

@@ -1,4 +1,4 @@
-"""Runs in: broker Lambda, restorer Lambda, scaler Lambda, signals Lambda, stream reader
+"""Runs in: broker Lambda, scaler Lambda, signals Lambda, stream reader
 Lambda, workers (the user's own jobs, in direct mode), CDK app (synth: the namespace,
 through `requests.broker`).
 

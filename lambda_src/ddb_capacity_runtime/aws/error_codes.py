@@ -1,4 +1,4 @@
-"""Runs in: scaler Lambda, broker Lambda, restorer Lambda, signals Lambda, stream reader,
+"""Runs in: scaler Lambda, broker Lambda, signals Lambda, stream reader,
 settle Lambda, workers (the user's own jobs), workstation (``ddb-capacity``, fleet report).
 
 AWS's errors at the boundary: the one place that reads an error's code (`error_code`) and

@@ -1,4 +1,4 @@
-"""Runs in: scaler Lambda, broker Lambda, restorer Lambda, signals Lambda, stream reader
+"""Runs in: scaler Lambda, broker Lambda, signals Lambda, stream reader
 Lambda, workers (the user's own jobs), workstation (``ddb-capacity``).
 
 Holds as the functions that make, end and raise them act on a table (the hold and its rules

@@ -1,7 +1,7 @@
-"""Runs in: workers (the user's own jobs and processes), restorer Lambda, workstation
+"""Runs in: workers (the user's own jobs and processes), workstation
 (``ddb-capacity --broker``).
 
-Invoking a Lambda function: synchronously, what the broker's client and the restorer send;
+Invoking a Lambda function: synchronously, what the broker's client sends;
 asynchronously, the fast path's reports.
 """
 

@@ -12,9 +12,10 @@ hold it, and restore it when the work is done or the hold expires.
 - `request`: making a request ([`request_capacity`][ddb_capacity_runtime.requests.request_capacity],
   [`CapacityHold`][ddb_capacity_runtime.requests.CapacityHold]);
 - `ending`: ending a hold on release, by id; forgetting the holds of a table not served;
-- `restorer`: the ``CapacityRequests`` restorer Lambda;
+- `restorer`: ending expired holds, what the broker does for the ``CapacityRequests``
+  restorer's rule;
 - `broker`: the ``CapacityRequests`` broker Lambda, the only way in for workers;
-- `client`: the client that invokes the broker (workers, the restorer).
+- `client`: the client that invokes the broker (workers, the CLI).
 """
 
 from __future__ import annotations
@@ -50,8 +51,8 @@ _FROM_REQUEST = frozenset({"CapacityHold", "request_capacity"})
 
 def __getattr__(name: str) -> object:
     """`CapacityHold` and `request_capacity`, imported from `request` when first asked
-    for: the restorer imports this package (for `ending`) and never makes a request, so its
-    cold start does not compile `request` and `validate`."""
+    for: a process that only ends holds (`ending`) never compiles `request` and
+    `validate`."""
     if name in _FROM_REQUEST:
         from . import request
 

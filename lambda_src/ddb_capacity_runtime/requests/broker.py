@@ -16,7 +16,7 @@ Events (JSON):
 - ``{"action": "release", "table": T, "id": ID, "token": TOKEN}``: only the token the
   request returned ends a hold;
 - ``{"action": "restore"}``: end the expired holds of every table it serves (what the
-  scheduled restorer asks for), and forget the expired holds of tables it does not serve
+  restorer's rule asks for), and forget the expired holds of tables it does not serve
   and the holds of tables that were deleted or went on-demand (counted as ``HoldsDropped``).
 
 Answers: ``{"ok": true, "hold": {...}}`` (what `CapacityHold.as_json` gives),

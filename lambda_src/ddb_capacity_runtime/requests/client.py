@@ -1,9 +1,9 @@
-"""Runs in: workers (the user's own jobs), restorer Lambda, workstation (``ddb-capacity
+"""Runs in: workers (the user's own jobs), workstation (``ddb-capacity
 --broker``).
 
 The client side of the ``CapacityRequests`` broker: `invoke_broker` is what
-``request_capacity(..., broker=NAME)``, ``release_hold(..., broker=NAME)``, the scheduled
-restorer and ``ddb-capacity request --broker NAME`` use.
+``request_capacity(..., broker=NAME)``, ``release_hold(..., broker=NAME)`` and ``ddb-capacity
+request --broker NAME`` use.
 """
 
 from __future__ import annotations

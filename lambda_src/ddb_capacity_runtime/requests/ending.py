@@ -1,4 +1,4 @@
-"""Runs in: broker Lambda, restorer Lambda, workers (the user's own jobs), workstation
+"""Runs in: broker Lambda, workers (the user's own jobs), workstation
 (``ddb-capacity``).
 
 Ending capacity holds on release, by id (`release_hold`), and forgetting those of a table

@@ -1,16 +1,15 @@
-"""Runs in: restorer Lambda (`restorer_handler`), broker Lambda
-(`restore_tables`).
+"""Runs in: broker Lambda (`restore_tables`).
 
 Ending expired holds on a set of tables: the ``CapacityRequests`` restorer.
 
-The deployed restorer is a scheduled function whose role may only invoke the broker: it
-asks the broker to restore (``{"action": "restore"}``), and the broker, which alone holds
-the rights to change capacity, runs `restore_tables` on the tables it serves.
+The deployed restorer is an EventBridge rule that asks the broker to restore
+(``{"action": "restore"}``), and the broker, which alone holds the rights to change
+capacity, runs `restore_tables` on the tables it serves.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ..aws.clients import Clients, make_clients
@@ -18,10 +17,8 @@ from ..aws.counts import busy, dropped
 from ..aws.error_codes import describe_error
 from ..aws.hold_table import restore_expired
 from ..aws.store import HoldStore, open_store
-from ..core.holds import CapacityRequestError
 from ..core.outcomes import NOT_MADE
 from ..events import log_event
-from .client import broker_name, invoke_broker
 from .ending import drop_holds
 
 
@@ -70,13 +67,3 @@ def restore_tables(
             f"restoring holds failed on {len(out['failed'])} table(s): {out['failed']}"
         )
     return out
-
-
-def restorer_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
-    """AWS Lambda entry point of the ``CapacityRequests`` restorer: asks the broker
-    ``$CAPACITY_BROKER`` to end expired holds. A refusal or a failed restore fails the run."""
-    name = broker_name(None)
-    if name is None:
-        raise CapacityRequestError("CAPACITY_BROKER: not set; the restorer asks the broker")
-    answer = invoke_broker(name, {"action": "restore"})
-    return {"restored": answer.get("restored", []), "failed": answer.get("failed", [])}
