@@ -254,7 +254,7 @@ def test_deployed_handler_decides_against_deployed_tables(
 # ---------------------------------------------------------------- capacity requests
 
 
-def test_capacity_requests_deploy_a_broker_and_a_restorer(
+def test_capacity_requests_deploy_a_broker_and_its_restorer_rule(
     deployed: Path,
     moto_endpoint: str,
     aws_client: Any,
@@ -263,13 +263,11 @@ def test_capacity_requests_deploy_a_broker_and_a_restorer(
 ) -> None:
     from ddb_capacity_runtime.requests import request_capacity
     from ddb_capacity_runtime.requests.broker import broker_handler
-    from ddb_capacity_runtime.requests.restorer import restorer_handler
     from ddb_capacity_tools.local_aws import function_environment, physical_ids
     from tests.support.local_lambda import local_lambda
 
     table = physical_table(aws_client, "PartnerImport")
     store = physical_table(aws_client, "PartnerImport", "RequestsHoldStore")
-    restorer_env = function_environment(moto_endpoint, "PartnerImport", "RequestsFunction")
     broker_env = function_environment(moto_endpoint, "PartnerImport", "RequestsBroker")
     assert broker_env["CAPACITY_HOLDS_TABLE"] == store
     assert json.loads(broker_env["CAPACITY_SCOPES"]) == [{"table": table, "indexes": []}]
@@ -282,10 +280,18 @@ def test_capacity_requests_deploy_a_broker_and_a_restorer(
         and "Policy" not in k
         and "Alarm" not in k
     ]
-    assert restorer_env == {"CAPACITY_BROKER": broker}
     broker_arn = aws_client("lambda").get_function(FunctionName=broker)["Configuration"][
         "FunctionArn"
     ]
+    # the restorer: a rule whose one target is the broker, with the restore action
+    (rule,) = [
+        v
+        for k, v in physical_ids(moto_endpoint, "PartnerImport").items()
+        if k.startswith("RequestsRestoreSchedule") and "Allow" not in k
+    ]
+    (target,) = aws_client("events").list_targets_by_rule(Rule=rule)["Targets"]
+    assert target["Arn"] == broker_arn
+    restore = json.loads(target["Input"])
     # The worker's role may invoke the broker, and nothing else
     iam = aws_client("iam")
     (role,) = [r for r in iam.list_roles()["Roles"] if "ImportWorker" in r["RoleName"]]
@@ -296,17 +302,15 @@ def test_capacity_requests_deploy_a_broker_and_a_restorer(
         {"Effect": "Allow", "Action": "lambda:InvokeFunction", "Resource": broker_arn}
     ]
     # A worker's request through the deployed broker, run in-process with the deployed
-    # broker's environment; then the deployed restorer's handler: nothing expired yet.
+    # broker's environment; then the deployed restorer's event: nothing expired yet.
     for key, value in {**aws_env, **broker_env}.items():
         monkeypatch.setenv(key, value)
     with local_lambda({broker: broker_handler}) as url:
         monkeypatch.setenv("AWS_ENDPOINT_URL_LAMBDA", url)
         with request_capacity(table, write=500, broker=broker) as hold:
             assert throughput(describe(aws_client, "PartnerImport")) == (10, 500)
-            for key, value in restorer_env.items():
-                monkeypatch.setenv(key, value)
-            # the deployed restorer asks the deployed broker: nothing has expired yet
-            assert restorer_handler({}, None) == {"restored": [], "failed": []}
+            # the deployed rule's event to the deployed broker: nothing has expired yet
+            assert broker_handler(restore, None) == {"ok": True, "restored": [], "failed": []}
             held = aws_client("dynamodb").scan(TableName=store)["Items"]
             assert [list(item["holds"]["M"]) for item in held] == [[hold.id]]
         # released through the broker on leaving the block
