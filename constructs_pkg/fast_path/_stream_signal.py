@@ -19,7 +19,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from aws_cdk import Duration, Names, Reference, Stack, Tokenization
+from aws_cdk import CfnElement, Duration, Names, Reference, Stack, Tokenization
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
@@ -350,13 +350,25 @@ class StreamReader(Construct):
 
 
 def _key(scope: IConstruct, value: object) -> str:
-    """A stream ARN, for comparing across the app: a reference to a table's ``StreamArn``
-    by the table it names (the same whichever stack reads it: a cross-stack reference
-    becomes an import in the reader's stack); anything else as its stack resolves it."""
+    """A stream ARN, for comparing across the app: an attribute of a resource (a table's
+    ``StreamArn``), however it is written (the L2 table's ``table_stream_arn``, the L1's
+    ``attr_stream_arn``, ``Fn.get_att``), by the stack and logical id of the resource it
+    names (the same whichever stack reads it: a cross-stack reference becomes an import in
+    the reader's stack); anything else as its stack resolves it."""
     found = Tokenization.reverse(value) if is_token(value) else None
-    if isinstance(found, Reference):
-        return f"{found.target.node.path}#{found.display_name}"
-    return json.dumps(Stack.of(scope).resolve(value), sort_keys=True)
+    if isinstance(found, Reference) and isinstance(found.target, CfnElement):
+        target = found.target
+        return (
+            f"{target.stack.node.path}/{target.stack.get_logical_id(target)}#{found.display_name}"
+        )
+    stack = Stack.of(scope)
+    resolved = stack.resolve(value)
+    attribute = (
+        resolved.get("Fn::GetAtt") if isinstance(resolved, dict) and len(resolved) == 1 else None
+    )
+    if isinstance(attribute, list) and len(attribute) == 2:
+        return f"{stack.node.path}/{attribute[0]}#{attribute[1]}"
+    return json.dumps(resolved, sort_keys=True)
 
 
 def _app_readers(scope: IConstruct) -> dict[str, list[str]]:

@@ -230,6 +230,44 @@ def test_a_third_reader_of_a_stream_is_refused_at_synth() -> None:
     assert "DynamoDB allows 2 readers per shard" in message
 
 
+@pytest.mark.parametrize("written", ["attr_stream_arn", "Fn.get_att"])
+def test_l1_mappings_count_however_they_name_the_stream(written: str) -> None:
+    # GIVEN two L1 event source mappings on the table's stream, its ARN written as the L1
+    # attribute or as Fn.get_att of the table's logical id (not the L2's reference)
+    app = cdk.App()
+    stack = cdk.Stack(app, "Test")
+    events = with_stream(stack)
+    cfn = events.node.default_child
+    assert isinstance(cfn, dynamodb.CfnTable)
+    arn = (
+        cfn.attr_stream_arn
+        if written == "attr_stream_arn"
+        else cdk.Fn.get_att(cfn.logical_id, "StreamArn").to_string()
+    )
+    for n in range(2):
+        fn = lambda_.Function(
+            stack,
+            f"Consumer{n}",
+            runtime=lambda_.Runtime.PYTHON_3_12,
+            handler="index.handler",
+            code=lambda_.Code.from_inline("def handler(e, c): pass"),
+        )
+        lambda_.CfnEventSourceMapping(
+            stack,
+            f"Mapping{n}",
+            function_name=fn.function_name,
+            event_source_arn=arn,
+            starting_position="LATEST",
+        )
+    CapacityRequests(stack, "Requests", tables=[events], fast_path=FastPath(stream=StreamSignal()))
+    # THEN the library's reader would be the third: refused, naming both mappings
+    with pytest.raises(RuntimeError) as info:
+        app.synth()
+    message = str(info.value)
+    assert "would be a third reader of the stream of table Test/Events" in message
+    assert "Test/Mapping0" in message and "Test/Mapping1" in message
+
+
 def test_readers_outside_the_app_count_too() -> None:
     app, _ = _readers_app(1, other_stream_readers=1)
     with pytest.raises(RuntimeError, match=r"and 1 outside the app \(other_stream_readers\)"):
