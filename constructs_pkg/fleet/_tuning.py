@@ -138,8 +138,10 @@ class NightlyTuningProps:
     target value (the most capacity) and their highest the highest (the least)."""
 
     max_step: int = DEFAULT_MAX_STEP
-    """The most percentage points one dimension's target value moves a night, 1 to 70. Default:
-    10."""
+    """The most percentage points the loop moves one dimension's target value a night, 1 to
+    70. It bounds the loop's own moves only: the scaler obeys any stored tuned value among
+    ``allowed_targets`` at once, wherever the last one it obeyed was (only the library's
+    roles may write the state store). Default: 10."""
 
     dry_run: bool = False
     """Compute and log every change (``target-tuned`` with ``dry_run``), and count it
