@@ -119,7 +119,10 @@ def plan_table(
     for dims in direct.values():
         decisions = {k: v[1] for k, v in dims.items()}
         if trial is not None:
-            decisions = {k: _cut_decision(v[0], decisions[k], trial) for k, v in dims.items()}
+            worth = config.policy.min_saving_fraction
+            decisions = {
+                k: _cut_decision(v[0], decisions[k], trial, worth) for k, v in dims.items()
+            }
         combined = combine_counter(decisions, {k: v[0].provisioned for k, v in dims.items()})
         for name, (d, _) in dims.items():
             decision = combined[name]
@@ -127,12 +130,12 @@ def plan_table(
     return planned
 
 
-def _cut_decision(d: Dimension, decision: Decision, trial: Floor) -> Decision:
+def _cut_decision(d: Dimension, decision: Decision, trial: Floor, worth: float) -> Decision:
     """``decision`` with a decrease cut at ``trial`` (a copy of the floor): held when
-    nothing of it is left."""
+    nothing of it is left, or less than ``worth`` (`Floor.cut`)."""
     if decision.action != DECREASE or decision.capacity >= d.provisioned:
         return decision
-    allowed = trial.cut(d.dimension, d.provisioned, decision.capacity)
+    allowed = trial.cut(d.dimension, d.provisioned, decision.capacity, worth)
     if allowed == decision.capacity:
         return decision
     if allowed >= d.provisioned:
@@ -196,14 +199,14 @@ class Held:
 
 
 def floor_planned(
-    planned: Sequence[tuple[Change, Decision]], floor: Floor
+    planned: Sequence[tuple[Change, Decision]], floor: Floor, worth: float = 0
 ) -> tuple[list[tuple[Change, Decision]], list[Held]]:
     """``planned`` (`plan_table`'s) with every decrease cut at ``floor``: one that
     would take a dimension's total below its reservation is made smaller, or held when
-    nothing of it is left; and the decreases held back. A decrease's fall is from the
-    dimension's provisioned capacity to its new value (under a scalable target, the new
-    minimum: capacity may fall to it), so what the floor allows is never more than the
-    capacity may lose."""
+    nothing of it is left or less than ``worth`` (`Floor.cut`); and the decreases held
+    back. A decrease's fall is from the dimension's provisioned capacity to its new value
+    (under a scalable target, the new minimum: capacity may fall to it), so what the floor
+    allows is never more than the capacity may lose."""
     out: list[tuple[Change, Decision]] = []
     held: list[Held] = []
     for change, decision in planned:
@@ -211,7 +214,7 @@ def floor_planned(
             out.append((change, decision))
             continue
         d = change.dimension
-        new = floor.cut(d.dimension, d.provisioned, change.new)
+        new = floor.cut(d.dimension, d.provisioned, change.new, worth)
         if new == change.new:
             out.append((change, decision))
             continue

@@ -76,13 +76,16 @@ class Floor:
             totals[dimension] = totals.get(dimension, 0) + max(0, int(units))
         return cls(reservation, totals)
 
-    def cut(self, dimension: str, level: int, new: int) -> int:
+    def cut(self, dimension: str, level: int, new: int, worth: float = 0) -> int:
         """The lowest capacity ``level`` may fall to, of the ``new`` one asked for, with the
-        dimension's total kept at or above its reservation; the fall allowed is spent.
-        ``new`` at or above ``level`` (no fall) is returned as it is."""
+        dimension's total kept at or above its reservation; the fall allowed is spent. A
+        fall cut to less than ``worth`` of ``level`` (the policy's minimum saving) is none,
+        and spends nothing. ``new`` at or above ``level`` (no fall) is returned as it is."""
         if new >= level or not self.reservation.units(dimension):
             return new
         room = self.room[dimension]
         allowed = max(new, level - max(room, 0))
+        if allowed > new and level - allowed < worth * level:
+            return level
         self.room[dimension] = room - (level - allowed)
         return allowed

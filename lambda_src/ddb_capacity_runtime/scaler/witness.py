@@ -121,7 +121,7 @@ def planned_table(
     )
     if t.floor is None:
         return planned, [], stalled
-    planned, held_back = floor_planned(planned, t.floor)
+    planned, held_back = floor_planned(planned, t.floor, t.config.policy.min_saving_fraction)
     return planned, held_back, stalled
 
 
