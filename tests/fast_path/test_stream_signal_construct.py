@@ -189,18 +189,23 @@ def test_the_reader_reads_only_the_served_streams(stack: cdk.Stack) -> None:
     assert "dynamodb:LeadingKeys" in store["Condition"]["ForAllValues:StringEquals"]
 
 
+def _consumer(stack: cdk.Stack, id: str) -> lambda_.Function:
+    """A function of the app, to read a stream."""
+    return lambda_.Function(
+        stack,
+        id,
+        runtime=lambda_.Runtime.PYTHON_3_12,
+        handler="index.handler",
+        code=lambda_.Code.from_inline("def handler(e, c): pass"),
+    )
+
+
 def _readers_app(other_functions: int, other_stream_readers: int = 0) -> tuple[cdk.App, cdk.Stack]:
     app = cdk.App()
     stack = cdk.Stack(app, "Test")
     events = with_stream(stack)
     for n in range(other_functions):
-        fn = lambda_.Function(
-            stack,
-            f"Consumer{n}",
-            runtime=lambda_.Runtime.PYTHON_3_12,
-            handler="index.handler",
-            code=lambda_.Code.from_inline("def handler(e, c): pass"),
-        )
+        fn = _consumer(stack, f"Consumer{n}")
         fn.add_event_source(
             sources.DynamoEventSource(events, starting_position=lambda_.StartingPosition.LATEST)
         )
@@ -245,13 +250,7 @@ def test_l1_mappings_count_however_they_name_the_stream(written: str) -> None:
         else cdk.Fn.get_att(cfn.logical_id, "StreamArn").to_string()
     )
     for n in range(2):
-        fn = lambda_.Function(
-            stack,
-            f"Consumer{n}",
-            runtime=lambda_.Runtime.PYTHON_3_12,
-            handler="index.handler",
-            code=lambda_.Code.from_inline("def handler(e, c): pass"),
-        )
+        fn = _consumer(stack, f"Consumer{n}")
         lambda_.CfnEventSourceMapping(
             stack,
             f"Mapping{n}",
