@@ -221,8 +221,8 @@ def test_a_library_that_cannot_be_imported_is_counted_too(fake: FakeLambda, tmp_
         AWS_LAMBDA_FUNCTION_NAME="orders-worker",
         **{METRICS_STORE_ENV: STORE},
     )
-    # WHEN a program starts
-    done = _run([sys.executable, "-c", "print('app done')"], env, tmp_path)
+    # WHEN a program starts, and imports boto3
+    done = _run([sys.executable, "-c", "import boto3; print('app done')"], env, tmp_path)
     # THEN it runs, the reason is on standard error, and the failure is counted
     assert done.returncode == 0 and "app done" in done.stdout
     assert "hook not installed: a broken copy" in done.stderr
@@ -275,8 +275,8 @@ def test_a_hook_told_no_function_name_counts_with_no_dimension_as_the_library_do
         CAPACITY_SIGNALS=signals,
         AWS_LAMBDA_FUNCTION_NAME="orders-worker",
     )
-    # WHEN a program starts
-    done = _run([sys.executable, "-c", "print('app done')"], env, tmp_path)
+    # WHEN a program starts, and imports boto3
+    done = _run([sys.executable, "-c", "import boto3; print('app done')"], env, tmp_path)
     # THEN the hook not installed is counted as the library counts a hook told that name
     # (`failures.series`: no function named, no dimension), not for a signals function of
     # that name, which no alarm watches
@@ -297,7 +297,7 @@ def test_a_hook_that_cannot_start_says_so_in_one_line_and_the_program_runs(
     for name in ("AWS_DEFAULT_REGION", "AWS_REGION"):
         env.pop(name, None)
     env.update(AWS_CONFIG_FILE=str(tmp_path / "none"), AWS_SHARED_CREDENTIALS_FILE="/dev/null")
-    done = _run([sys.executable, "-c", "print('app done')"], env, tmp_path)
+    done = _run([sys.executable, "-c", "import boto3; print('app done')"], env, tmp_path)
     assert done.returncode == 0 and "app done" in done.stdout
     lines = done.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("ddb-capacity-instrument: hook not installed:")
@@ -315,7 +315,7 @@ def test_the_programs_own_sitecustomize_still_runs(fake: FakeLambda, tmp_path: P
             "--",
             sys.executable,
             "-c",
-            "import os, sys, sitecustomize; from ddb_capacity_runtime import instrument; "
+            "import os, sys, boto3, sitecustomize; from ddb_capacity_runtime import instrument; "
             "print(os.environ.get('OWN_SITE'), bool(instrument._installed), "
             "sitecustomize.__file__)",
         ],
@@ -545,6 +545,39 @@ def test_the_bootstrap_without_its_settings_imports_nothing(
     done = _run([sys.executable, "-c", "print('app done')"], env, tmp_path)
     assert (done.returncode, _hook_failures(done.stdout)) == (0, 1)
     assert "app done" in done.stdout
+
+
+def test_the_hook_waits_for_boto3_and_a_program_that_never_imports_it_pays_nothing(
+    fake: FakeLambda, tmp_path: Path
+) -> None:
+    # GIVEN the hook set, with a setting it refuses (so its line shows when it installs)
+    env = _env(
+        fake,
+        PYTHONPATH=str(BOOTSTRAP),
+        CAPACITY_SIGNALS="capacity-signals",
+        CAPACITY_SIGNALS_INTERVAL="600",
+    )
+    loaded = "print(sorted(m for m in sys.modules if m.startswith(('ddb_capacity', 'boto'))))"
+    # WHEN a program never imports boto3: nothing of boto3 or the library is imported, and
+    # nothing is said
+    done = _run([sys.executable, "-c", f"import sys; {loaded}"], env, tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "[]\n", "")
+    # WHEN it imports boto3 later: the hook installs then (here it refuses its setting)
+    program = f"import sys; {loaded}; import boto3; print('boto3' in sys.modules)"
+    done = _run([sys.executable, "-c", program], env, tmp_path)
+    assert done.stdout == "[]\nTrue\n"
+    assert done.stderr == (
+        "ddb-capacity-instrument: hook not installed: CAPACITY_SIGNALS_INTERVAL: got '600'; "
+        "expected seconds from 1 to 60\n"
+    )
+    # AND with good settings, the Session it makes then is hooked
+    del env["CAPACITY_SIGNALS_INTERVAL"]
+    program = (
+        "import boto3; from ddb_capacity_runtime import instrument; "
+        "print(bool(instrument._installed))"
+    )
+    done = _run([sys.executable, "-c", program], env, tmp_path)
+    assert (done.stdout, done.stderr) == ("True\n", "")
 
 
 def test_the_hook_start_up_benchmark_runs_in_its_quick_mode(

@@ -80,7 +80,7 @@ def test_the_layer_holds_the_package_and_an_executable_wrapper(tmp_path: Path) -
             str(wrapper),
             sys.executable,
             "-c",
-            "from ddb_capacity_runtime import instrument; print(bool(instrument._installed), instrument.__file__)",
+            "import boto3; from ddb_capacity_runtime import instrument; print(bool(instrument._installed), instrument.__file__)",
         ],
         env=env,
         capture_output=True,

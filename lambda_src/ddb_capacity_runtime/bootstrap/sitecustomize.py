@@ -2,8 +2,10 @@
 
 Imported by Python at start-up when ``ddb-capacity-instrument`` (or the Lambda exec
 wrapper) put this folder first on ``PYTHONPATH``: installs the fast path's client hook
-(`ddb_capacity_runtime.instrument.install`), then runs the next ``sitecustomize``
-on the path, if any, and leaves it as the ``sitecustomize`` module the application sees.
+(`ddb_capacity_runtime.instrument.install`) as soon as the process has imported boto3, so a
+process that never imports it pays nothing for the hook (the hook watches boto3 Sessions
+only); then runs the next ``sitecustomize`` on the path, if any, and leaves it as the
+``sitecustomize`` module the application sees.
 Without ``CAPACITY_SIGNALS`` it imports nothing (a process that inherits the path but not
 the hook's settings starts as fast as without it) and says so in one line (in a Lambda
 function, also counted: ``HookFailures``, with the standard library alone). Nothing here
@@ -16,6 +18,9 @@ import importlib.util
 import os
 import re
 import sys
+from collections.abc import Sequence
+from importlib.machinery import ModuleSpec
+from types import ModuleType
 
 NAMESPACE = "DynamoDBCapacity"
 """`ddb_capacity_runtime.core.names.METRICS_NAMESPACE`, and the count there a hook that
@@ -51,7 +56,7 @@ def function_name(function: str) -> str | None:
     return name if FUNCTION_NAME.fullmatch(name) else None
 
 
-def _install() -> None:
+def _when_boto3_is_imported() -> None:
     if not os.environ.get(SIGNALS_ENV, "").strip():
         print(
             f"ddb-capacity-instrument: hook not installed: {SIGNALS_ENV}: not set; expected "
@@ -60,6 +65,37 @@ def _install() -> None:
         )
         _count_failure()  # in a Lambda function only, where the wrapper expects it set
         return
+    sys.meta_path.insert(0, _AfterBoto3())
+
+
+class _AfterBoto3:
+    """A finder first on ``sys.meta_path`` that finds nothing itself: when boto3 is first
+    imported, it has the module's loader install the hook once the module has run, and
+    leaves the path."""
+
+    def find_spec(
+        self, name: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        if name != "boto3":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        loader = spec.loader if spec is not None else None
+        run = getattr(loader, "exec_module", None)
+        if run is None:  # no module, or a loader this cannot follow: said, and counted
+            print("ddb-capacity-instrument: hook not installed: boto3: not found", file=sys.stderr)
+            _count_failure()
+            return spec
+
+        def exec_module(module: ModuleType) -> None:
+            run(module)
+            _install()
+
+        loader.exec_module = exec_module  # type: ignore[method-assign,union-attr]
+        return spec
+
+
+def _install() -> None:
     try:
         from ddb_capacity_runtime.instrument import install
 
@@ -100,5 +136,5 @@ def _next_sitecustomize() -> None:
     spec.loader.exec_module(module)
 
 
-_install()
+_when_boto3_is_imported()
 _next_sitecustomize()
