@@ -607,8 +607,9 @@ class Watcher:
         )
         try:
             last.start()
-        except RuntimeError:  # at interpreter shutdown no thread starts (Python 3.12+)
-            self._round(every=True, deadline=deadline, final=True)
+        except RuntimeError:  # at interpreter shutdown no thread starts (Python 3.12+):
+            # a send on this thread could hold the exit for its timeouts, so none is made
+            self._round(every=True, deadline=self._clock(), final=True)
             return
         last.join(max(0.0, deadline - self._clock()))
 
@@ -632,9 +633,14 @@ def _after_fork_in_child() -> None:
         watcher._after_fork_in_child()
 
 
+EXIT_SECONDS = 0.5
+"""How long the watchers' last reports may hold the interpreter's exit, all together."""
+
+
 def _stop_at_exit() -> None:
+    deadline = time.monotonic() + EXIT_SECONDS
     for watcher in list(_WATCHERS):
-        watcher.stop(timeout=2.0)
+        watcher.stop(timeout=max(0.0, deadline - time.monotonic()))
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
