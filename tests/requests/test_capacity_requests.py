@@ -38,6 +38,7 @@ from ddb_capacity_runtime.requests import (
 )
 from ddb_capacity_runtime.requests import restorer as restorer_module
 from ddb_capacity_runtime.requests.broker import BrokerConfig, broker_handler, serve
+from ddb_capacity_tools.local_aws import put_traffic
 from tests.support.capacity_requests import (
     HOLD_ID,
     FakeClock,
@@ -928,6 +929,38 @@ def test_after_a_hold_and_a_scaler_raise_the_minimum_comes_back_to_the_base(
     world.tick(world.now + timedelta(minutes=45), SCALER_TABLES=name, SCALER_TAG_KEY="")
     # THEN the minimum is the base again, not the hold's level
     assert world.target_min(name, "write") == 100
+
+
+def test_a_throttle_raise_then_a_hold_come_back_to_the_base_in_calm_traffic(
+    world: World,
+) -> None:
+    # GIVEN a table at write 100 whose target runs 100 to 10,000
+    name = world.table("RaiseThenHold", 10, 100)
+    world.target(name, "write", 100, 10_000)
+    # WHEN a tick meets throttles (the scaler raises the minimum to 215), a direct request
+    # holds 1,000 more for 30 minutes, and a tick follows
+    world.traffic(name, "write", 100, throttles=3_000)
+    world.tick()
+    assert world.target_min(name, "write") == 215
+    request_capacity(
+        name,
+        write=1_000,
+        hold=timedelta(minutes=30),
+        store=world.store,
+        clients=world.clients,
+        poll_seconds=0.01,
+    )
+    world.tick()
+    assert world.target_min(name, "write") == 1_320
+    # AND the traffic is calm (10 units/s) for the 20 minutes before each later tick
+    for minutes in (60, 90, 120):
+        now = world.now + timedelta(minutes=minutes)
+        put_traffic(
+            world.cw, name, "write", 10, end=now - timedelta(minutes=2), minutes=range(1, 21)
+        )
+        world.tick(now)
+        # THEN from the first tick after the hold expired on, the minimum is the base
+        assert world.target_min(name, "write") == 100, minutes
 
 
 def test_the_restorer_fails_one_table_alone_and_drops_holds_that_can_do_nothing(
