@@ -166,10 +166,10 @@ def test_no_hold_is_lost_and_the_minimum_follows_the_rule(world: World, trial: i
 
 
 def steady_traffic(world: World, name: str) -> None:
-    """``name``'s write traffic, `TRAFFIC` units/s from 30 minutes before now to 30 after:
+    """``name``'s write traffic, `TRAFFIC` units/s from an hour before now to an hour after:
     every hold made on it in the test sees it, however long the module has run."""
     now = datetime.now(UTC).replace(second=0, microsecond=0)
-    put_traffic(world.cw, name, "write", TRAFFIC, end=now, minutes=range(-30, 31))
+    put_traffic(world.cw, name, "write", TRAFFIC, end=now, minutes=range(-60, 61))
 
 
 def minimum_for(units: list[int]) -> int:
