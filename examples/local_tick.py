@@ -1,15 +1,24 @@
 """Deploy the throttle-aware example to a local moto server, write traffic (and each
 table's provisioned capacity) into its CloudWatch, run one scaler tick in-process with the
 deployed function's environment and its deployed state store, and print the decisions
-(``make demo``). The server is stopped at the end."""
+(``make demo``). The server is stopped at the end.
+
+The tick runs at the first minute at which each deployed table has a provisioned-capacity
+datapoint of its own (`witnessed_from`; now, if later): before it a table's newest one
+began before the table did, is no delivery witness of it, and its idle dimensions are held
+as a new table's. So what the tick decides follows from when the tables were created, not
+from how long the deploy took or where in a minute it ended."""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from ddb_capacity_runtime.core.delivery import WITNESS_PERIOD_MINUTES
+from ddb_capacity_runtime.core.series import MINUTE, step_start
 from ddb_capacity_runtime.core.settings import ScalerConfig
 from ddb_capacity_tools.local import decision_report, tick_once
 from ddb_capacity_tools.local_aws import (
@@ -27,6 +36,24 @@ from ddb_capacity_tools.local_aws import (
 STACK = "ThrottleAware"
 
 
+def witnessed_from(created: datetime) -> datetime:
+    """The first minute at which a table created at ``created`` has a delivery witness:
+    `put_witness` up to that minute publishes the 5-minute periods before the one it is in,
+    and the newest of them then begins after ``created`` (one begun before it would be of
+    no provisioning of this table)."""
+    period = WITNESS_PERIOD_MINUTES * MINUTE
+    return step_start(created, WITNESS_PERIOD_MINUTES) + 2 * period
+
+
+def tick_minute(endpoint: str, tables: Iterable[str]) -> datetime:
+    """The minute the tick runs at: the current one, or the first at which every one of
+    ``tables`` has a delivery witness (`witnessed_from`), whichever is later."""
+    dynamodb = client(endpoint, "dynamodb")
+    created = [dynamodb.describe_table(TableName=t)["Table"]["CreationDateTime"] for t in tables]
+    now = datetime.now(UTC).replace(second=0, microsecond=0)
+    return max([now, *(witnessed_from(c) for c in created)])
+
+
 def tick_against_deployment(
     endpoint: str, assembly: Path, *, deploy_first: bool = True
 ) -> dict[str, Any]:
@@ -40,7 +67,7 @@ def tick_against_deployment(
         name: next(v for k, v in ids.items() if k.startswith(name))
         for name in ("Feed", "Clicks", "Accounts")
     }
-    now = datetime.now(UTC).replace(second=0, microsecond=0)
+    now = tick_minute(endpoint, tables.values())
     env = function_environment(endpoint, STACK, "ScalerFunction")
     config = ScalerConfig.from_env(env)
     end = now - timedelta(minutes=config.metric_lag_minutes)

@@ -22,7 +22,7 @@ from ddb_capacity_runtime.core.delivery import (
     is_new,
     verdict,
 )
-from ddb_capacity_runtime.core.series import Key, step_start
+from ddb_capacity_runtime.core.series import Key
 from ddb_capacity_runtime.core.settings import ScalerConfig
 from ddb_capacity_runtime.core.tables import began_of
 from ddb_capacity_tools.local_aws import put_traffic, put_witness
@@ -30,7 +30,7 @@ from ddb_capacity_tools.simulator import ModelParams, policies
 from ddb_capacity_tools.simulator.model import SimulatedTable
 from ddb_capacity_tools.simulator.scenarios import START
 from ddb_capacity_tools.simulator.trace import Trace
-from tests.support.delivery_witness import decisions, on_time, stalled
+from tests.support.delivery_witness import decisions, newest_of, on_time, stalled
 from tests.support.delivery_witness import world as world  # noqa: F401 (fixture)
 from tests.support.faults import client_error, emf, fail_before
 from tests.support.moto_world import LAG, World
@@ -409,11 +409,6 @@ def test_a_replica_regions_witness_not_read_holds_the_writes_and_fails_the_table
 # ------------------------------------------------------------------ reading the witness
 
 
-def newest_of(end: datetime) -> datetime:
-    """The newest witness datapoint `put_witness` publishes for periods ended by ``end``."""
-    return step_start(end, WITNESS_PERIOD_MINUTES) - timedelta(minutes=WITNESS_PERIOD_MINUTES)
-
-
 def test_a_gsis_witness_is_its_own_not_its_tables(aws_client: Any) -> None:
     # GIVEN a table whose provisioned capacity stopped 40 minutes ago, and its GSI's on time
     cw, now = aws_client("cloudwatch"), datetime.now(UTC).replace(second=0, microsecond=0)
@@ -430,38 +425,6 @@ def test_a_gsis_witness_is_its_own_not_its_tables(aws_client: Any) -> None:
         keys[0]: newest_of(now - timedelta(minutes=40)),
         keys[1]: newest_of(now),
     }
-
-
-def test_more_witnesses_than_a_call_holds_are_read_500_a_call(aws_client: Any) -> None:
-    # GIVEN 501 tables, each with one provisioned-capacity datapoint
-    cw, now = aws_client("cloudwatch"), datetime.now(UTC).replace(second=0, microsecond=0)
-    run = uuid.uuid4().hex[:8]
-    keys: list[Key] = [(f"many-{run}-{i}", None, "write") for i in range(501)]
-    stamps = {key: newest_of(now) - timedelta(minutes=5 * (i % 3)) for i, key in enumerate(keys)}
-    data = [
-        {
-            "MetricName": "ProvisionedWriteCapacityUnits",
-            "Dimensions": [{"Name": "TableName", "Value": key[0]}],
-            "Timestamp": stamp,
-            "Value": 10.0,
-        }
-        for key, stamp in stamps.items()
-    ]
-    for i in range(0, len(data), 500):
-        cw.put_metric_data(Namespace="AWS/DynamoDB", MetricData=data[i : i + 500])
-    calls: list[int] = []
-
-    def record(params: dict[str, Any], **_: Any) -> None:
-        calls.append(len(params["MetricDataQueries"]))
-
-    cw.meta.events.register("provide-client-params.cloudwatch.GetMetricData", record)
-    # WHEN their witnesses are read
-    errors: dict[Key, str] = {}
-    read = fetch_witness(cw, keys, now, errors=errors)
-    # THEN every one is read, in two calls of at most 500 queries
-    assert errors == {}
-    assert read == stamps
-    assert calls == [500, 1]
 
 
 @pytest.mark.parametrize("answer", ["nan", "twice", "ahead"])

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 
+from ddb_capacity_runtime.core.delivery import WITNESS_PERIOD_MINUTES
+from ddb_capacity_runtime.core.series import step_start
 from ddb_capacity_tools.local_aws import put_traffic, put_witness
 from tests.support.moto_world import World
 
@@ -44,3 +46,8 @@ def stalled(world: World, base: str = "stalled") -> str:
 
 def decisions(lines: list[dict[str, Any]], event: str, table: str) -> list[dict[str, Any]]:
     return [e for e in lines if e.get("event") == event and e.get("table") == table]
+
+
+def newest_of(end: datetime) -> datetime:
+    """The newest witness datapoint `put_witness` publishes for periods ended by ``end``."""
+    return step_start(end, WITNESS_PERIOD_MINUTES) - timedelta(minutes=WITNESS_PERIOD_MINUTES)
