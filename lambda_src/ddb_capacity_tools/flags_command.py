@@ -18,6 +18,7 @@ import tarfile
 from pathlib import Path
 from typing import Any, TextIO
 
+from . import json_files
 from .tool_errors import FlagsError as FlagsError
 
 __all__ = ["FlagsError", "add_parser", "merged", "recommended_flags", "run"]
@@ -72,9 +73,11 @@ def _read(path: Path) -> dict[str, Any]:
     if not path.exists():
         return {}
     try:
-        app = json.loads(path.read_text(encoding="utf-8"))
+        app = json_files.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise FlagsError(f"{path}: not JSON ({exc.msg}, line {exc.lineno})") from None
+    except json_files.NestedJSONError as exc:
+        raise FlagsError(f"{path}: {exc} (a cdk.json)") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise FlagsError(f"{path}: cannot be read ({exc}); expected a cdk.json") from None
     if not isinstance(app, dict):

@@ -26,6 +26,7 @@ from ddb_capacity_runtime.core.names import STORE_ENV
 from ddb_capacity_runtime.core.settings import ScalerConfig
 from ddb_capacity_runtime.scaler.tick import run_tick
 
+from . import json_files
 from .local_aws import (
     ACCOUNT,
     REGION,
@@ -349,7 +350,7 @@ CDK_JSON_ERRORS = (OSError, UnicodeDecodeError, ValueError)
 
 def _cdk_json(cwd: Path) -> object:
     """``cwd``'s cdk.json as JSON; raises one of `CDK_JSON_ERRORS` when it cannot be read."""
-    return json.loads((cwd / "cdk.json").read_text())
+    return json_files.loads((cwd / "cdk.json").read_text())
 
 
 @contextmanager

@@ -25,7 +25,7 @@ from typing import Any, TextIO
 from ddb_capacity_runtime.core.names import is_table_name
 
 from . import advise as advise_module
-from . import page, reserve
+from . import json_files, page, reserve
 from .page.reserve_page import reserve_page
 from .simulator.backtest import MAX_DAYS, check_days, describe, history, history_end
 from .simulator.candidates import CANDIDATE_HELP, CANDIDATES, spec_of
@@ -188,7 +188,11 @@ def _recommended(path: str) -> dict[str, str]:
     try:
         with open(path, "rb") as f:
             raw = f.read(MAX_REPORT_BYTES + 1)
-        doc = json.loads(raw) if len(raw) <= MAX_REPORT_BYTES else None
+        doc = json_files.loads(raw.decode()) if len(raw) <= MAX_REPORT_BYTES else None
+    except json_files.NestedJSONError as exc:
+        raise reserve.ReserveError(
+            f"{option}: {exc} (a report.json with a list of tables)"
+        ) from None
     except ValueError:
         doc = None
     except OSError as exc:

@@ -64,6 +64,11 @@ class AdviseError(CapacityError, ValueError):
     ``advise`` (`advise`)."""
 
 
+class NestedJSONError(CapacityError, ValueError):
+    """A user's JSON file nested deeper than the tools read; the caller names the file. Raised
+    by `json_files.loads`."""
+
+
 class ReserveError(CapacityError, ValueError):
     """A fleet or an option ``reserve`` cannot plan with; the message names it. Raised by
     ``reserve`` (`reserve`)."""

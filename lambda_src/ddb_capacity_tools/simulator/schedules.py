@@ -28,6 +28,7 @@ from typing import Any
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.schedule.entries import ScheduleEntry, TableSchedule
 
+from .. import json_files
 from ..tool_errors import ScheduleFileError as ScheduleFileError
 from .trace import Key, key_label
 
@@ -75,13 +76,11 @@ def load(path: str | Path) -> list[dict[str, Any]]:
             "schedule entries"
         )
     try:
-        data = json.loads(raw.decode("utf-8"))
+        data = json_files.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise ScheduleFileError(f"{path}: not UTF-8 (byte {exc.start:,})") from None
-    except RecursionError:
-        raise ScheduleFileError(
-            f"{path}: nested too deep to read; expected a JSON list of schedule entries"
-        ) from None
+    except json_files.NestedJSONError as exc:
+        raise ScheduleFileError(f"{path}: {exc} (a JSON list of schedule entries)") from None
     except json.JSONDecodeError as exc:
         raise ScheduleFileError(
             f"{path} line {exc.lineno}, column {exc.colno}: not JSON: {exc.msg}"
