@@ -67,7 +67,7 @@ from .simulator.tune_options import MAX_SIZE_GB
 from .simulator.tune_runs import place_split
 from .simulator.tune_words import terms
 from .tool_errors import AdviseError as AdviseError
-from .tool_errors import reason_of
+from .tool_errors import printable, reason_of
 
 __all__ = [
     "MONTH_HOURS",
@@ -230,7 +230,7 @@ class Failure:
 
 def shown(text: str, limit: int = SHOWN) -> str:
     """``text`` safe to print: control characters escaped, cut to ``limit`` characters."""
-    safe = "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode() for ch in text)
+    safe = printable(text)
     return safe if len(safe) <= limit else safe[:limit] + "..."
 
 

@@ -84,7 +84,7 @@ from .simulator.text import counted, span
 from .simulator.trace import Trace, TraceError, cut, key_label, read_csv
 from .tool_errors import OptionError as OptionError
 from .tool_errors import RequestInputError as RequestInputError
-from .tool_errors import option_named
+from .tool_errors import option_named, printable
 
 INPUT_ERRORS = (
     ChartError,
@@ -334,7 +334,7 @@ def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         )
     if args.html:
         body = page.tune_page(tuning, trace, name, len(settings), held)
-        err.write(f"page written to {page.write(args.html, body)}\n")
+        err.write(f"page written to {printable(page.write(args.html, body))}\n")
     if args.json:
         scored = None if held is None else held.as_json()
         out.write(json.dumps({"ensemble": name, **tuning.as_json(), "scored": scored}) + "\n")
@@ -496,7 +496,7 @@ def _advise_page(path: str, body: str, pages: Mapping[str, str], err: TextIO) ->
     for name, table_body in pages.items():
         (written.parent / name).parent.mkdir(exist_ok=True)
         page.write(written.parent / name, table_body)
-    err.write(f"page written to {written}\n")
+    err.write(f"page written to {printable(written)}\n")
 
 
 def _s3_client() -> Any:
@@ -677,11 +677,11 @@ def _pictures(
             if spread
             else chart.render(results, trace, args.chart)
         )
-        err.write(f"chart written to {written}\n")
+        err.write(f"chart written to {printable(written)}\n")
     if args.html:
         note, title = about
         body = page.run_page(results, trace, score_from, spread, args.ensemble or "", note, title)
-        err.write(f"page written to {page.write(args.html, body)}\n")
+        err.write(f"page written to {printable(page.write(args.html, body))}\n")
 
 
 def _scenarios(args: argparse.Namespace, out: TextIO) -> int:
@@ -762,7 +762,7 @@ def main(
         err.write(f"ddb-capacity: error: {describe_error(exc)}\n")
         return 2
     except OSError as exc:
-        err.write(f"ddb-capacity: error: {exc.filename or ''}: {exc.strerror or exc}\n")
+        err.write(f"ddb-capacity: error: {printable(exc.filename or '')}: {exc.strerror or exc}\n")
         return 2
 
 

@@ -18,7 +18,9 @@ import tarfile
 from pathlib import Path
 from typing import Any, TextIO
 
+from . import json_files
 from .tool_errors import FlagsError as FlagsError
+from .tool_errors import printable
 
 __all__ = ["FlagsError", "add_parser", "merged", "recommended_flags", "run"]
 
@@ -71,14 +73,17 @@ def _read(path: Path) -> dict[str, Any]:
     """The app's ``cdk.json`` at ``path`` as a JSON object; ``{}`` when there is none."""
     if not path.exists():
         return {}
+    name = printable(path)
     try:
-        app = json.loads(path.read_text(encoding="utf-8"))
+        app = json_files.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise FlagsError(f"{path}: not JSON ({exc.msg}, line {exc.lineno})") from None
+        raise FlagsError(f"{name}: not JSON ({exc.msg}, line {exc.lineno})") from None
+    except json_files.NestedJSONError as exc:
+        raise FlagsError(f"{name}: {exc} (a cdk.json)") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise FlagsError(f"{path}: cannot be read ({exc}); expected a cdk.json") from None
+        raise FlagsError(f"{name}: cannot be read ({exc}); expected a cdk.json") from None
     if not isinstance(app, dict):
-        raise FlagsError(f"{path}: got a JSON {type(app).__name__}; expected a JSON object")
+        raise FlagsError(f"{name}: got a JSON {type(app).__name__}; expected a JSON object")
     return app
 
 
@@ -86,7 +91,7 @@ def _write(path: Path, app: dict[str, Any]) -> None:
     try:  # the user's own text as it is (no \u escapes), two spaces as `cdk init` indents
         path.write_text(json.dumps(app, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     except OSError as exc:
-        raise FlagsError(f"{path}: cannot be written ({exc})") from None
+        raise FlagsError(f"{printable(path)}: cannot be written ({exc})") from None
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
@@ -97,8 +102,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     path = Path(args.cdk_json)
     if path.is_dir():
         path = path / "cdk.json"
+    name = printable(path)
     version, flags = recommended_flags()
-    app, added, differ = merged(_read(path), flags, str(path))
+    app, added, differ = merged(_read(path), flags, name)
     if not args.check and (added or not path.exists()):
         _write(path, app)
     for key, value in differ.items():
@@ -109,10 +115,10 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     for key in added:
         out.write(f"{key}: {said.format(json.dumps(flags[key]))}\n")
     if args.check:
-        out.write(f"{path}: {len(added)} of aws-cdk-lib {version}'s {len(flags)} flags missing\n")
+        out.write(f"{name}: {len(added)} of aws-cdk-lib {version}'s {len(flags)} flags missing\n")
         return 1 if added else 0
     out.write(
-        f"{path}: {len(added)} recommended feature flags of aws-cdk-lib {version} added, "
+        f"{name}: {len(added)} recommended feature flags of aws-cdk-lib {version} added, "
         f"{len(differ)} of yours kept\n"
     )
     return 0

@@ -26,6 +26,7 @@ from ddb_capacity_runtime.core.names import STORE_ENV
 from ddb_capacity_runtime.core.settings import ScalerConfig
 from ddb_capacity_runtime.scaler.tick import run_tick
 
+from . import json_files
 from .local_aws import (
     ACCOUNT,
     REGION,
@@ -45,6 +46,7 @@ from .local_aws import (
 )
 from .simulator.text import counted
 from .tool_errors import LocalError as LocalError
+from .tool_errors import printable
 
 SCALER_HANDLER = "ddb_capacity_runtime.scaler.handler.lambda_handler"
 """The handler of a ThrottleAwareScaler's scheduled function (its batch function differs)"""
@@ -276,8 +278,9 @@ def _synth(app: str, named: str, assembly: Path, env: Mapping[str, str], cwd: Pa
         run_cdk("synth", "--app", app, "--output", str(assembly), "--quiet", env=env, cwd=cwd)
     except RuntimeError as exc:
         raise LocalError(
-            f"{named}; the app failed to synthesize (run by `cdk synth` in {cwd}; expected a "
-            f"command that synthesizes a CDK app):\n{str(exc).strip()}{_python_hint(str(exc))}"
+            f"{named}; the app failed to synthesize (run by `cdk synth` in {printable(cwd)}; "
+            "expected a command that synthesizes a CDK app):\n"
+            f"{str(exc).strip()}{_python_hint(str(exc))}"
         ) from None
     stacks = app_stacks(assembly)
     if not stacks:
@@ -326,20 +329,22 @@ def app_command(app: str | None, cwd: Path) -> str:
     expected = (
         "expected --app with the command that runs your CDK app, e.g. "
         '--app ".venv/bin/python app.py", '
-        f'or a cdk.json in {cwd} whose "app" is that command'
+        f'or a cdk.json in {printable(cwd)} whose "app" is that command'
     )
     if not config.is_file():
-        raise LocalError(f"--app: got none, and there is no cdk.json in {cwd}; {expected}")
+        raise LocalError(
+            f"--app: got none, and there is no cdk.json in {printable(cwd)}; {expected}"
+        )
     try:
         settings = _cdk_json(cwd)
     except CDK_JSON_ERRORS as exc:
         raise LocalError(
-            f"--app: got none, and {config} cannot be read as JSON ({exc}); {expected}"
+            f"--app: got none, and {printable(config)} cannot be read as JSON ({exc}); {expected}"
         ) from None
     found = settings.get("app") if isinstance(settings, dict) else None
     if not isinstance(found, str) or not found.strip():
         shown = 'no "app"' if found is None else f'"app": {found!r}'
-        raise LocalError(f"--app: got none, and {config} has {shown}; {expected}")
+        raise LocalError(f"--app: got none, and {printable(config)} has {shown}; {expected}")
     return found
 
 
@@ -349,7 +354,7 @@ CDK_JSON_ERRORS = (OSError, UnicodeDecodeError, ValueError)
 
 def _cdk_json(cwd: Path) -> object:
     """``cwd``'s cdk.json as JSON; raises one of `CDK_JSON_ERRORS` when it cannot be read."""
-    return json.loads((cwd / "cdk.json").read_text())
+    return json_files.loads((cwd / "cdk.json").read_text())
 
 
 @contextmanager
@@ -511,7 +516,7 @@ def run_local(app: str | None, stacks: Sequence[str], out_dir: str | None, out: 
         # the CLI resolves the default account from the server
         with _server(ACCOUNT) as endpoint, _early_bootstrap(endpoint, cwd) as bootstrapping:
             source = "" if app is not None else ' (cdk.json\'s "app")'
-            out.write(f"synthesizing {command}{source} in {cwd} ...\n")
+            out.write(f"synthesizing {command}{source} in {printable(cwd)} ...\n")
             named = f"--app: got {app!r}" if app is not None else "--app: got none"
             if app is None:
                 named += f'; cdk.json\'s "app" is {command!r}'

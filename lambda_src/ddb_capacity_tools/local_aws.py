@@ -34,6 +34,8 @@ from ddb_capacity_runtime.core.delivery import WITNESS_PERIOD_MINUTES
 from ddb_capacity_runtime.core.series import step_start
 from ddb_capacity_runtime.events import LOGGER, event_fields
 
+from .tool_errors import printable
+
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
@@ -165,8 +167,8 @@ def cdk_cli(cwd: Path) -> Path:
             return found
     checkout = " (or `make install` in this checkout)" if (REPO / "Makefile").is_file() else ""
     raise RuntimeError(
-        f"the CDK CLI is missing: no node_modules/.bin/cdk in {cwd}; install the pinned one "
-        f"with `npm install --save-dev --save-exact {CDK_CLI_PIN}` there{checkout}"
+        f"the CDK CLI is missing: no node_modules/.bin/cdk in {printable(cwd)}; install the "
+        f"pinned one with `npm install --save-dev --save-exact {CDK_CLI_PIN}` there{checkout}"
     )
 
 

@@ -25,7 +25,7 @@ from typing import Any, TextIO
 from ddb_capacity_runtime.core.names import is_table_name
 
 from . import advise as advise_module
-from . import page, reserve
+from . import json_files, page, reserve
 from .page.reserve_page import reserve_page
 from .simulator.backtest import MAX_DAYS, check_days, describe, history, history_end
 from .simulator.candidates import CANDIDATE_HELP, CANDIDATES, spec_of
@@ -34,7 +34,7 @@ from .simulator.policies import PolicyError, parse
 from .simulator.prices import TERMS, Prices
 from .simulator.text import counted
 from .simulator.trace import Trace, TraceError, read_csv
-from .tool_errors import option_named, reason_of, whole
+from .tool_errors import option_named, printable, reason_of, whole
 
 __all__ = [
     "DEFAULT_DAYS",
@@ -188,7 +188,11 @@ def _recommended(path: str) -> dict[str, str]:
     try:
         with open(path, "rb") as f:
             raw = f.read(MAX_REPORT_BYTES + 1)
-        doc = json.loads(raw) if len(raw) <= MAX_REPORT_BYTES else None
+        doc = json_files.loads(raw.decode()) if len(raw) <= MAX_REPORT_BYTES else None
+    except json_files.NestedJSONError as exc:
+        raise reserve.ReserveError(
+            f"{option}: {exc} (a report.json with a list of tables)"
+        ) from None
     except ValueError:
         doc = None
     except OSError as exc:
@@ -224,14 +228,16 @@ def _traces(args: argparse.Namespace, err: TextIO) -> tuple[list[Trace], list[st
                 "only (a --trace file holds its own minutes)"
             )
         with option_named("--trace"):
-            traces = [replace(read_csv(path), name=Path(path).stem) for path in args.trace]
+            traces = [
+                replace(read_csv(path), name=printable(Path(path).stem)) for path in args.trace
+            ]
         if len(set(args.trace)) != len(args.trace):
             twice = next(p for p in args.trace if args.trace.count(p) > 1)
             raise reserve.ReserveError(
                 f"--trace: got {twice!r} twice; expected each table's trace once"
             )
         reserve.check_fleet(traces, args.trace)
-        return traces, list(args.trace)
+        return traces, [printable(path) for path in args.trace]
     return _cloudwatch(args, err)
 
 
@@ -352,7 +358,7 @@ def run(
         out.write(reserve.text(plan, about) + "\n")
     if args.html:
         written = page.write(args.html, reserve_page(plan, traces[0], split, about))
-        err.write(f"page written to {written}\n")
+        err.write(f"page written to {printable(written)}\n")
     return 1 if args.failed else 0
 
 
@@ -370,7 +376,7 @@ def _policies_words(setup: reserve.Setup, names: list[str], report: str | None) 
         others = len(names) - given
         words = (
             f"{given} of {counted(len(names), 'table')} on the "
-            f"recommendation of the fleet report {report}"
+            f"recommendation of the fleet report {printable(report)}"
             + (f", the other{'s' if others > 1 else ''} on {tuned}" if others else "")
         )
     return f"{words}; the past bill: every table on --current {setup.current}"

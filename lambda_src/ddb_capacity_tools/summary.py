@@ -19,6 +19,8 @@ from typing import Any
 
 from ddb_capacity_runtime.core.names import UNITS
 
+from .tool_errors import printable
+
 _DIMENSION = {units: dimension for dimension, units in UNITS.items()}
 
 
@@ -270,7 +272,9 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     outdir = Path(args[0] if args else "cdk.out")
     if not (outdir / "manifest.json").exists():
-        print(f"no cloud assembly at {outdir}: run `npx cdk synth` first", file=sys.stderr)
+        print(
+            f"no cloud assembly at {printable(outdir)}: run `npx cdk synth` first", file=sys.stderr
+        )
         return 2
     print(render(summarize_assembly(outdir)))
     return 0

@@ -5,8 +5,9 @@ Every exception class of the tools, in one module to read top to bottom; each is
 ``ValueError``: each refuses an input (an option, a file, a setting) and its message names
 the field, the value received and what is allowed. Each is importable from the module that
 raises it too. And `option_named`: a file's error, read for an option, names the option;
-`whole`: an option's whole number, anything else refused saying so; `reason_of`: an
-exception as a reason shown to the user.
+`whole`: an option's whole number, anything else refused saying so; `printable`: a name
+from the user's files or arguments as the tools print it; `reason_of`: an exception as a
+reason shown to the user.
 """
 
 from __future__ import annotations
@@ -27,6 +28,14 @@ def whole(text: str) -> int:
         return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"got {text!r}; expected a whole number") from None
+
+
+def printable(text: object) -> str:
+    """``text`` (a file's name, a name from a user's file) as the tools print it: each
+    character a terminal would act on or that starts a line (an escape sequence's ESC, a
+    newline, any other control or format character, a byte that was not UTF-8) escaped as
+    Python writes it (``\\x1b``), the others as they are."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in str(text))
 
 
 def reason_of(exc: BaseException) -> str:
@@ -62,6 +71,11 @@ class SettingsError(CapacityError, ValueError):
 class AdviseError(CapacityError, ValueError):
     """The account's table list could not be read as documented: nothing is advised. Raised by
     ``advise`` (`advise`)."""
+
+
+class NestedJSONError(CapacityError, ValueError):
+    """A user's JSON file nested deeper than the tools read; the caller names the file. Raised
+    by `json_files.loads`."""
 
 
 class ReserveError(CapacityError, ValueError):
@@ -141,7 +155,7 @@ def option_named(
     try:
         yield
     except errors as exc:
-        message = str(exc)
-        if path is not None and not message.startswith(str(path)):
-            message = f"{path}: {message}"
+        message, name = str(exc), printable(path)
+        if path is not None and not message.startswith(name):
+            message = f"{name}: {message}"
         raise type(exc)(f"{option}: {message}") from None

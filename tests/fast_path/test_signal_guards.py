@@ -653,6 +653,30 @@ def test_batches_whose_records_have_no_event_id_all_count(world: World) -> None:
     assert window_sum(world, name, "table:write", start) == 8
 
 
+@pytest.mark.parametrize("event_id", [None, "e" * 129], ids=["no-event-id", "an-event-id-too-long"])
+def test_a_batch_without_usable_event_ids_delivered_again_is_counted_once(
+    world: World, capsys: pytest.CaptureFixture[str], event_id: str | None
+) -> None:
+    # GIVEN a batch of two records, in one window, with no eventID of at most 128 characters
+    # (no event DynamoDB's stream delivers: a forged one)
+    name = streamed_table(world, "Forged", write=100)
+    put_items(world, name, 2, user=False)
+    arn, records = stream_records(world, name)
+    start, at = settled(time.time())
+    event = lambda_event(arn, records, at)
+    for record in event["Records"]:
+        record.pop("eventID")
+        if event_id is not None:
+            record["eventID"] = event_id
+    read(world, event, served(name))
+    assert window_sum(world, name, "table:write", start) == 4
+    # WHEN Lambda delivers the same batch again
+    read(world, event, served(name))
+    # THEN its records are known by their content: not added again
+    assert window_sum(world, name, "table:write", start) == 4
+    assert counted(capsys.readouterr().out, "StreamUnitsReplayed") == 4
+
+
 def test_the_window_before_counts_early_in_a_window(world: World) -> None:
     # GIVEN a table at 10 whose shards counted 150 units (15 units/s) in the last window
     name = streamed_table(world, "Before")

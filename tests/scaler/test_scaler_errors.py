@@ -18,7 +18,7 @@ from ddb_capacity_runtime.core.decreases import DecreaseLedger
 from ddb_capacity_runtime.core.memory import Memory
 from ddb_capacity_runtime.core.plan import SCALABLE_TARGET, UPDATE_TABLE, Change, Via
 from ddb_capacity_runtime.core.policy import DECREASE, INCREASE
-from ddb_capacity_runtime.core.settings import ConfigError, OverrideError, ScalerConfig
+from ddb_capacity_runtime.core.settings import SETTINGS, ConfigError, OverrideError, ScalerConfig
 from ddb_capacity_runtime.core.table_limits import Limits
 from ddb_capacity_runtime.core.tables import Dimension, ManagedTable, ScalableTarget
 from ddb_capacity_runtime.core.tags import IgnoredTag, parse_tags
@@ -350,6 +350,28 @@ def test_bad_configuration_says_what_is_wrong(env: dict[str, str], message: str)
     with pytest.raises(ConfigError) as caught:
         ScalerConfig.from_env({**ONE_TABLE, **env} if env else env)
     assert str(caught.value) == message
+
+
+@pytest.mark.parametrize(
+    ("name", "raw", "allowed"),
+    [
+        ("SCALER_RESERVED_READ_UNITS", "+100", "from 0 to 1e+07"),
+        ("SCALER_RESERVED_WRITE_UNITS", "100_000", "from 0 to 1e+07"),
+        ("SCALER_TICK_MINUTES", "\uff15", "from 1 to 60"),  # a full-width 5
+        ("SCALER_DEFAULT_MAX", " 100", "from 1 to 1e+06"),
+        ("SCALER_HYSTERESIS_MINUTES", "-0", "from 0 to 1440"),
+    ],
+)
+def test_a_whole_number_setting_takes_ascii_digits_alone(name: str, raw: str, allowed: str) -> None:
+    # what Python's int() also reads (a sign, underscores, other scripts' digits, spaces)
+    # is not a whole number as the construct writes one
+    with pytest.raises(ConfigError) as caught:
+        ScalerConfig.from_env({**ONE_TABLE, name: raw})
+    assert str(caught.value) == f"{name} must be a whole number {allowed}; got {raw!r}"
+    # the same number in ASCII digits is read
+    plain = str(int(raw.replace("_", "")))
+    key = next(s.key for s in SETTINGS if s.name == name)
+    assert ScalerConfig.from_env({**ONE_TABLE, name: plain}).to_env([key]) == {name: plain}
 
 
 def test_limits_come_from_configuration_then_tags_then_defaults() -> None:

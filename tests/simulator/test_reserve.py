@@ -294,6 +294,15 @@ def test_an_overridden_price_moves_the_plan(fleet_files: list[str]) -> None:
         (["--policy", "sometimes"], "--policy: got 'sometimes'"),
         (["--days", "3"], "--days: applies to --all-tables only"),
         (["--price", "reserved_1y_wcu_hour=-1"], "--price reserved_1y_wcu_hour: got '-1'"),
+        (
+            ["--price", "wcu_hour=0"],
+            "--price wcu_hour: got '0'; expected a number of dollars > 0 (the list price a "
+            "reserved unit's break-even is a share of)",
+        ),
+        (
+            ["--price", "rcu_hour=0.0"],
+            "--price rcu_hour: got '0.0'; expected a number of dollars > 0",
+        ),
     ],
 )
 def test_bad_input_is_refused_in_one_line_naming_it(

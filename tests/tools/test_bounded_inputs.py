@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from ddb_capacity_tools.cli import main
+from ddb_capacity_tools.json_files import MAX_FILE_DEPTH
 from ddb_capacity_tools.simulator.schedules import MAX_SCHEDULE_BYTES
 from ddb_capacity_tools.simulator.trace import MAX_LINE_CHARS
 
@@ -54,9 +55,44 @@ def test_a_schedule_nested_too_deep_is_refused(tmp_path: Path) -> None:
     code, _, err = run("simulate", "--scenario", "spike", "--schedule", str(path), "--quiet")
     assert code == 2
     assert err == (
-        f"ddb-capacity: error: --schedule: {path}: nested too deep to read; expected a JSON list of "
-        "schedule entries\n"
+        f"ddb-capacity: error: --schedule: {path}: nested 100,000 levels deep; expected at most "
+        f"{MAX_FILE_DEPTH} (a JSON list of schedule entries)\n"
     )
+
+
+def deep(path: Path, levels: int = 100_000) -> str:
+    """A JSON file nested ``levels`` deep, far deeper than Python's decoder follows."""
+    path.write_text("[" * levels + "]" * levels)
+    return str(path)
+
+
+def test_a_recommended_report_nested_too_deep_is_refused(tmp_path: Path) -> None:
+    trace = tmp_path / "orders.csv"
+    rows = [f"2026-01-05T{m // 60:02}:{m % 60:02}:00Z,10,2" for m in range(120)]
+    trace.write_text("timestamp,read,write\n" + "\n".join(rows) + "\n")
+    report = deep(tmp_path / "report.json")
+    code, out, err = run("reserve", "--trace", str(trace), "--recommended", report, "--quiet")
+    assert code == 2 and not out
+    assert err == (
+        f"ddb-capacity: error: --recommended: {report!r}: nested 100,000 levels deep; expected "
+        f"at most {MAX_FILE_DEPTH} (a report.json with a list of tables)\n"
+    )
+
+
+def test_a_cdk_json_nested_too_deep_is_refused_by_flags(tmp_path: Path) -> None:
+    path = deep(tmp_path / "cdk.json")
+    code, out, err = run("flags", "--cdk-json", path)
+    assert code == 2 and not out
+    assert err == (
+        f"ddb-capacity: error: {path}: nested 100,000 levels deep; expected at most "
+        f"{MAX_FILE_DEPTH} (a cdk.json)\n"
+    )
+
+
+def test_a_json_file_nested_to_the_bound_is_read(tmp_path: Path) -> None:
+    path = deep(tmp_path / "cdk.json", MAX_FILE_DEPTH)
+    code, _, err = run("flags", "--cdk-json", path, "--check")
+    assert code == 2 and "got a JSON list; expected a JSON object" in err
 
 
 def test_a_schedule_that_is_not_utf8_is_refused(tmp_path: Path) -> None:

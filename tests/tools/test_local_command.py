@@ -174,8 +174,12 @@ def test_an_empty_app_is_named_with_an_example(user_app: str) -> None:
         ('{"app": 3}', 'cdk.json has "app": 3'),
         ('["python app.py"]', 'cdk.json has no "app"'),
         ("{not json", "cdk.json cannot be read as JSON ("),
+        (
+            "[" * 100_000 + "]" * 100_000,
+            "cdk.json cannot be read as JSON (nested 100,000 levels deep; expected at most ",
+        ),
     ],
-    ids=["no-cdk-json", "no-app-key", "app-not-a-string", "not-an-object", "not-json"],
+    ids=["no-cdk-json", "no-app-key", "app-not-a-string", "not-an-object", "not-json", "deep"],
 )
 def test_no_app_nor_cdk_json_app_names_both(
     user_app: str, tmp_path: Path, cdk_json: str | None, found: str

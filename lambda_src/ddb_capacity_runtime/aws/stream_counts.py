@@ -14,7 +14,8 @@ and needs no expiry. A window older than the ring is too late to count. The stat
 other readers skip these items: their sort key names no dimension.
 
 Each counter also keeps the ids of the batches it counted (``b``, a string set; a batch's
-id: its records' event ids, hashed, per window): a batch Lambda delivers again (after a
+id: its records' event ids, hashed, per window, a record without a usable event id known by
+its content: ``fast_path.stream_reader.batch_id``): a batch Lambda delivers again (after a
 timeout or a crash: event source mappings deliver at least once) finds its id there and adds
 nothing, in the same conditional write (`add`'s ``batch``).
 

@@ -8,8 +8,9 @@ variable, the value and what is allowed; and the settings that are a field of th
 from __future__ import annotations
 
 import json
+import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
 from enum import StrEnum
@@ -19,7 +20,7 @@ from .errors import ConfigError
 from .modes import Mode
 from .names import DIMENSIONS
 from .policy import PolicyConfig
-from .validators import is_number, is_region
+from .validators import is_number, is_region, whole_text
 
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 """A date as the settings write it."""
@@ -169,12 +170,14 @@ def wholes(name: str, raw: str | None, lo: float, hi: float) -> tuple[int, ...]:
 
 
 def number(name: str, raw: str, whole: bool, lo: float, hi: float, step: int) -> float:
-    """A number variable (``whole``: a whole number, a multiple of ``step``) from ``lo`` to
-    ``hi``."""
-    parse: Callable[[str], float] = int if whole else float
+    """A number variable (``whole``: a whole number in ASCII digits, as the construct writes
+    one: no sign, ``_``, space or other script's digits, which ``int`` would take; a
+    multiple of ``step``) from ``lo`` to ``hi``. No whole setting takes a negative value."""
     try:
-        value = parse(raw)
+        value = whole_text(raw, 0, math.inf) if whole else float(raw)
     except ValueError:
+        value = None
+    if value is None:
         kind = "whole number" if whole else "number"
         raise ConfigError(f"{name} must be a {kind} from {lo:g} to {hi:g}; got {raw!r}") from None
     if not lo <= value <= hi:

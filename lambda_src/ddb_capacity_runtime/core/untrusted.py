@@ -24,7 +24,7 @@ from typing import Any
 
 from ..core.errors import UntrustedJSONError as UntrustedJSONError
 
-__all__ = ["MAX_DEPTH", "UntrustedJSONError", "check_json", "parse_json"]
+__all__ = ["MAX_DEPTH", "UntrustedJSONError", "check_json", "parse_json", "text_depth"]
 
 MAX_DEPTH = 16
 """The deepest nesting any message or event of the library has is 4 (a report's
@@ -46,7 +46,7 @@ def parse_json(text: object, what: str, *, max_chars: int, max_depth: int = MAX_
         raise UntrustedJSONError(
             f"{what}: got {len(text):,} characters; expected at most {max_chars:,}"
         )
-    depth = _text_depth(text)
+    depth = text_depth(text)
     if depth > max_depth:
         raise UntrustedJSONError(
             f"{what}: nested {depth:,} levels deep; expected at most {max_depth}"
@@ -58,9 +58,10 @@ def parse_json(text: object, what: str, *, max_chars: int, max_depth: int = MAX_
         raise UntrustedJSONError(f"{what}: not JSON ({reason})") from None
 
 
-def _text_depth(text: str) -> int:
+def text_depth(text: str) -> int:
     """How deep ``text``'s brackets nest, outside its strings (a malformed text may give
-    any number: the decoder then refuses it)."""
+    any number: the decoder then refuses it). Recurses not at all: the tools measure the
+    user's JSON files with it too."""
     depth = most = 0
     for bracket in _BRACKETS.finditer(_STRINGS.sub('""', text)):
         if bracket.group() in "[{":

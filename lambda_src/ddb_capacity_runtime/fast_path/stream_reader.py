@@ -35,6 +35,7 @@ written: alarmed); and the surge decision's own (``SurgesApplied``, ``SurgesFail
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import re
 import time
@@ -77,6 +78,9 @@ MAX_RECORD_CHARS = 6 * 1024 * 1024
 """One record's bound, as JSON text: Lambda's largest synchronous payload, so every record
 Lambda can deliver is measured (a legal 400 KB item of 200,000 booleans is a 3.3 MB record);
 the work is bounded by the event, never a legal item refused."""
+MAX_EVENT_ID = 128
+"""The longest ``eventID`` a record is known by; a longer one, or none, is no stream's
+record: it is known by its content instead (`record_id`)."""
 MAX_RECORD_DEPTH = 72
 """One record's deepest nesting: an item may nest 32 levels, each two levels of JSON."""
 STREAM_ENTRY = "stream"
@@ -214,7 +218,7 @@ class _Window:
     units: Mapping[str | None, float]
     latest: float
     batch: str | None = None
-    """The window's batch id: its records' event ids, hashed (None: a record has none)."""
+    """The window's batch id (`batch_id`): its records' ids, hashed."""
 
 
 def _table(
@@ -395,14 +399,26 @@ def _add(
     return sums
 
 
-def batch_id(records: Sequence[Mapping[str, Any]]) -> str | None:
-    """A batch's id within one window: the sha-256 of its records' event ids, sorted
-    (None when a record has no event id of at most 128 characters: not known)."""
-    ids = [r.get("eventID") for r in records]
-    if not ids or not all(isinstance(i, str) and 0 < len(i) <= 128 for i in ids):
-        return None
-    text = "\n".join(sorted(str(i) for i in ids))
+def batch_id(records: Sequence[Mapping[str, Any]]) -> str:
+    """A batch's id within one window: the sha-256 of its records' ids (`record_id`),
+    sorted; the same when Lambda delivers the batch again, so it is counted once."""
+    text = "\n".join(sorted(map(record_id, records)))
     return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def record_id(record: Mapping[str, Any]) -> str:
+    """A record's id: its ``eventID`` (1 to `MAX_EVENT_ID` characters, as DynamoDB's stream
+    gives every record one); for a record without such an id (a forged one), the sha-256 of
+    its content (its JSON, keys sorted), which a batch delivered again carries unchanged:
+    such a record is counted once too, never again on each replay."""
+    given = record.get("eventID")
+    if isinstance(given, str) and 0 < len(given) <= MAX_EVENT_ID:
+        return given
+    try:
+        text = json.dumps(record, sort_keys=True, default=repr)
+    except (TypeError, ValueError):  # keys that do not sort (no event decoded from JSON)
+        text = repr(record)
+    return "#" + hashlib.sha256(text.encode(errors="replace")).hexdigest()
 
 
 def _provisioned(description: Mapping[str, Any], index: str | None) -> int | None:

@@ -49,6 +49,11 @@ TERMS: dict[str, int] = {"1y": 8760, "3y": 26280}
 """The reservation terms AWS offers, and the hours each runs (a year of 365 days)."""
 BLOCK_UNITS = 100
 """Reserved capacity is bought in blocks of this many read or write units."""
+POSITIVE = {
+    "wcu_hour": "the list price a reserved unit's break-even is a share of",
+    "rcu_hour": "the list price a reserved unit's break-even is a share of",
+}
+"""The prices that may not be 0, and why: `Prices.break_even` divides by them."""
 RESERVED_VERIFIED = False
 """Whether the reserved prices' defaults were checked against AWS's own pricing page (see the
 module's docstring): they were not, and output that uses them says so."""
@@ -158,5 +163,10 @@ class Prices:
                 value = math.nan
             if not math.isfinite(value) or value < 0:
                 raise PriceError(f"--price {name}: got {text!r}; expected a number of dollars >= 0")
+            if name in POSITIVE and value == 0:
+                raise PriceError(
+                    f"--price {name}: got {text!r}; expected a number of dollars > 0 "
+                    f"({POSITIVE[name]})"
+                )
             changes[name] = value
         return replace(self, **changes)

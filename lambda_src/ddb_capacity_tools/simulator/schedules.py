@@ -28,7 +28,9 @@ from typing import Any
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.schedule.entries import ScheduleEntry, TableSchedule
 
+from .. import json_files
 from ..tool_errors import ScheduleFileError as ScheduleFileError
+from ..tool_errors import printable
 from .trace import Key, key_label
 
 FIELDS = {
@@ -62,33 +64,32 @@ def load(path: str | Path) -> list[dict[str, Any]]:
     """The schedule entries of the JSON file at ``path``, read up to `MAX_SCHEDULE_BYTES`;
     [`ScheduleFileError`][ddb_capacity_tools.simulator.ScheduleFileError] naming the file,
     the line and column, or the size, for what is not a list of entries."""
+    name = printable(path)
     try:
         with Path(path).open("rb") as handle:
             raw = handle.read(MAX_SCHEDULE_BYTES + 1)
     except OSError as exc:
         raise ScheduleFileError(
-            f"{path}: cannot be read ({exc.strerror}); expected a JSON file of schedule entries"
+            f"{name}: cannot be read ({exc.strerror}); expected a JSON file of schedule entries"
         ) from None
     if len(raw) > MAX_SCHEDULE_BYTES:
         raise ScheduleFileError(
-            f"{path}: larger than {MAX_SCHEDULE_BYTES // 2**20} MiB; expected a JSON list of "
+            f"{name}: larger than {MAX_SCHEDULE_BYTES // 2**20} MiB; expected a JSON list of "
             "schedule entries"
         )
     try:
-        data = json.loads(raw.decode("utf-8"))
+        data = json_files.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
-        raise ScheduleFileError(f"{path}: not UTF-8 (byte {exc.start:,})") from None
-    except RecursionError:
-        raise ScheduleFileError(
-            f"{path}: nested too deep to read; expected a JSON list of schedule entries"
-        ) from None
+        raise ScheduleFileError(f"{name}: not UTF-8 (byte {exc.start:,})") from None
+    except json_files.NestedJSONError as exc:
+        raise ScheduleFileError(f"{name}: {exc} (a JSON list of schedule entries)") from None
     except json.JSONDecodeError as exc:
         raise ScheduleFileError(
-            f"{path} line {exc.lineno}, column {exc.colno}: not JSON: {exc.msg}"
+            f"{name} line {exc.lineno}, column {exc.colno}: not JSON: {exc.msg}"
         ) from None
     if not isinstance(data, list):
         raise ScheduleFileError(
-            f"{path}: got a JSON {type(data).__name__}; expected a list of schedule entries"
+            f"{name}: got a JSON {type(data).__name__}; expected a list of schedule entries"
         )
     return data
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..tool_errors import TraceError as TraceError
+from ..tool_errors import printable
 
 MINUTE = timedelta(minutes=1)
 Key = tuple["str | None", str]
@@ -181,9 +182,10 @@ def _text(row: list[str], limit: int | None, where: str) -> None:
         )
 
 
-def _bounded_lines(handle: Any, path: Path) -> Iterator[str]:
-    """The lines of ``handle``, each read up to `MAX_LINE_CHARS`: a longer one is refused
-    with its line number, so no file is read without bound."""
+def _bounded_lines(handle: Any, name: str) -> Iterator[str]:
+    """The lines of ``handle`` (the file ``name``, as printed), each read up to
+    `MAX_LINE_CHARS`: a longer one is refused with its line number, so no file is read
+    without bound."""
     number = 0
     while True:
         text = handle.readline(MAX_LINE_CHARS + 1)
@@ -192,7 +194,7 @@ def _bounded_lines(handle: Any, path: Path) -> Iterator[str]:
         number += 1
         if len(text) > MAX_LINE_CHARS:
             raise TraceError(
-                f"{path} line {number}: longer than {MAX_LINE_CHARS:,} characters; expected "
+                f"{name} line {number}: longer than {MAX_LINE_CHARS:,} characters; expected "
                 f"rows of {','.join(CSV_HEADER)}"
             )
         yield text
@@ -207,28 +209,29 @@ def read_csv(path: str | Path, max_capacity: int | None = None) -> Trace:
     `MAX_DEMAND`; timestamps are from `FIRST_TIME` to `LAST_TIME`.
     """
     path = Path(path)
+    name = printable(path)
     try:
         # utf-8-sig: a byte-order mark, as spreadsheets save one, is not part of the header
         handle = path.open(newline="", encoding="utf-8-sig", errors="surrogateescape")
     except OSError as exc:
         raise TraceError(
-            f"{path}: cannot be read ({exc.strerror}); expected a CSV file of "
+            f"{name}: cannot be read ({exc.strerror}); expected a CSV file of "
             "timestamp,read,write rows"
         ) from None
     reads: list[float] = []
     writes: list[float] = []
     start: datetime | None = None
     with handle:
-        lines = enumerate(_bounded_lines(handle, path), start=1)
+        lines = enumerate(_bounded_lines(handle, name), start=1)
         first = next(lines, None)
         if first is None:
             raise TraceError(
-                f"{path} line 1: the file is empty; expected the header {','.join(CSV_HEADER)}"
+                f"{name} line 1: the file is empty; expected the header {','.join(CSV_HEADER)}"
             )
         header, _ = _parse(first[1])
         if [h.strip() for h in header] != CSV_HEADER:
             raise TraceError(
-                f"{path} line 1: got header {_shown(','.join(header))}; "
+                f"{name} line 1: got header {_shown(','.join(header))}; "
                 f"expected {','.join(CSV_HEADER)!r}"
             )
         for line, text in lines:
@@ -237,23 +240,23 @@ def read_csv(path: str | Path, max_capacity: int | None = None) -> Trace:
                 continue
             if len(row) != len(CSV_HEADER):
                 raise TraceError(
-                    f"{path} line {line}: got {len(row)} columns; expected 3 "
+                    f"{name} line {line}: got {len(row)} columns; expected 3 "
                     f"({','.join(CSV_HEADER)})"
                 )
-            _text(row, limit, f"{path} line {line}")
-            moment = _timestamp(row[0], f"{path} line {line}, column timestamp")
+            _text(row, limit, f"{name} line {line}")
+            moment = _timestamp(row[0], f"{name} line {line}, column timestamp")
             expected = None if start is None else start + len(reads) * MINUTE
             if start is None:
                 start = moment
             elif moment != expected:
                 assert expected is not None
                 raise TraceError(
-                    f"{path} line {line}, column timestamp: got {_shown(row[0])}; "
+                    f"{name} line {line}, column timestamp: got {_shown(row[0])}; "
                     f"expected {expected:%Y-%m-%dT%H:%M:%SZ} (rows are one minute "
                     f"apart, in order, without gaps)"
                 )
-            reads.append(_units(row[1], f"{path} line {line}, column read", max_capacity))
-            writes.append(_units(row[2], f"{path} line {line}, column write", max_capacity))
+            reads.append(_units(row[1], f"{name} line {line}, column read", max_capacity))
+            writes.append(_units(row[2], f"{name} line {line}, column write", max_capacity))
     if start is None:
-        raise TraceError(f"{path} line 2: no data rows; expected at least one row after the header")
-    return Trace(path.name, start, {(None, "read"): reads, (None, "write"): writes})
+        raise TraceError(f"{name} line 2: no data rows; expected at least one row after the header")
+    return Trace(printable(path.name), start, {(None, "read"): reads, (None, "write"): writes})
