@@ -77,6 +77,7 @@ from .simulator.ensemble import EnsembleError, run_ensemble, settings_of
 from .simulator.params import ModelError, ModelParams
 from .simulator.policies import PolicyError, Spec, parse
 from .simulator.prices import PriceError, Prices
+from .simulator.progress import progress_of
 from .simulator.run import DEFAULT_POLICIES, simulate
 from .simulator.scenarios import SCENARIOS, ScenarioError, scenario
 from .simulator.schedules import ScheduleFileError
@@ -323,7 +324,7 @@ def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         why = advise_module.idle_reason(days, "tune", before)
         raise TraceError(f"--table: {args.table}: {why}")
     settings = settings_of(name, params, trace)
-    progress = None if args.quiet else err
+    progress = progress_of(args.progress, args.quiet, err)
     tuning = tune_module.tune(
         trace, settings, candidates, prices, args.tick, args.workers, rule, progress, size
     )
@@ -405,7 +406,8 @@ def _advise(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         current=report is not None or args.html is not None,
         reserve_hours=args.all_tables,
     )
-    results = advise_module.advise(clients, tables, setup, None if args.quiet else err, processes)
+    progress = progress_of(args.progress, args.quiet, err)
+    results = advise_module.advise(clients, tables, setup, progress, processes)
     about = {"ensemble": name, "days": days, "end": _iso(end)}
     reservation = _reservation(results, prices) if args.all_tables else None
     _advise_output(args, out, results, about, reservation, len(settings_of(name, params)))
