@@ -53,6 +53,7 @@ from pathlib import Path
 from ddb_capacity_tools import reserve, reserve_sizing
 from ddb_capacity_tools.simulator import read_csv
 from ddb_capacity_tools.simulator.candidates import STOCK
+from ddb_capacity_tools.simulator.progress import Progress
 from ddb_capacity_tools.simulator.trace import Trace
 
 START = datetime(2026, 1, 5, tzinfo=UTC)
@@ -247,7 +248,7 @@ def timing(count: int, days: int, processes: int, tune: reserve.Setup | None = N
     split = fleet[0].minutes // 2
     setup = reserve.Setup(policy="stock:90")
     began = time.perf_counter()
-    tables = reserve.plan_tables(fleet, split, setup, processes, sys.stderr)
+    tables = reserve.plan_tables(fleet, split, setup, processes, Progress.on(sys.stderr))
     plan = reserve.plan_fleet(tables, list(TERMS), setup)
     spent = time.perf_counter() - began
     print(
@@ -285,7 +286,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     verdicts = []
     for name, traces in fleets.items():
         split = traces[0].minutes // 2
-        tables = reserve.plan_tables(traces, split, setup, args.processes, sys.stderr)
+        tables = reserve.plan_tables(traces, split, setup, args.processes, Progress.on(sys.stderr))
         verdicts += fleet_report(name, tables, setup)
     if args.quick:
         timing(20, 1, args.processes, reserve.Setup(candidates=STOCK))
