@@ -229,12 +229,11 @@ def fleet_report(name: str, tables: list[reserve.TableHours], setup: reserve.Set
     return out
 
 
-def timing(count: int, days: int, processes: int, tune: reserve.Setup | None = None) -> None:
-    """(d): ``count`` generated tables (the five shapes in turn, scaled) planned on one
-    policy, timed; and tune on one table (with ``tune``'s candidates: by default, the default
-    candidates), multiplied out."""
+def generated_fleet(count: int, days: int) -> list[Trace]:
+    """``count`` generated tables of ``days`` days: the five shapes (`generated`) in turn, the
+    n-th scaled by 0.5 + (n % 10) / 10, named ``t0000``, ``t0001``, ..."""
     shapes = generated(days)
-    fleet = [
+    return [
         replace(
             shapes[n % len(shapes)],
             name=f"t{n:04d}",
@@ -245,6 +244,13 @@ def timing(count: int, days: int, processes: int, tune: reserve.Setup | None = N
         )
         for n in range(count)
     ]
+
+
+def timing(count: int, days: int, processes: int, tune: reserve.Setup | None = None) -> None:
+    """(d): ``count`` generated tables (`generated_fleet`) planned on one policy, timed; and
+    tune on one table (with ``tune``'s candidates: by default, the default candidates),
+    multiplied out."""
+    fleet = generated_fleet(count, days)
     split = fleet[0].minutes // 2
     setup = reserve.Setup(policy="stock:90")
     began = time.perf_counter()
