@@ -15,18 +15,22 @@
     ddb-capacity tune (--trace FILE.csv | --table NAME [--days N]) [--candidate P ...]
                       [--refusal-tolerance F] [--refusal-floor F] [--refusal-price USD]
                       [--table-size-gb N] [--ensemble NAME] [--score-from ISO-8601]
-                      [--json] [--html FILE.html]
+                      [--json] [--html FILE.html] [--progress auto|bar|lines|none]
     ddb-capacity advise (--table NAME [--index NAME] | --all-tables [--processes N]) [--days N]
                         [--candidate P ...] [--refusal-tolerance F] [--refusal-floor F]
                         [--refusal-price USD] [--json] [--report DIR | s3://BUCKET/PREFIX]
-                        [--html FILE.html]
+                        [--html FILE.html] [--progress auto|bar|lines|none]
     ddb-capacity reserve (--trace FILE.csv ... | --all-tables [--days N]) [--score-from ISO-8601]
                          [--current P] [--policy P] [--term 1y|3y|both] [--json] [--html FILE.html]
+                         [--progress auto|bar|lines|none]
     ddb-capacity local [--app COMMAND] [--stack NAME ...] [--out DIR]
     ddb-capacity flags [--cdk-json PATH] [--check]
 
 ``local`` deploys your CDK app to a moto server on 127.0.0.1 and runs one scaler tick
 (`ddb_capacity_tools.local`).
+
+``tune``, ``advise`` and ``reserve`` show their progress on stderr as ``--progress`` says
+(`simulator.progress`): by default a bar on a terminal, a line every 5 % elsewhere.
 
 ``flags`` merges the installed aws-cdk-lib's recommended feature flags into your app's
 ``cdk.json``, keeping the values you set (`flags_command`).

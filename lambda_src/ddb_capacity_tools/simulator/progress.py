@@ -53,7 +53,9 @@ class Progress:
         `PROGRESS_MODES`; ``auto``: the bar when ``out`` is a terminal, lines otherwise);
         None for ``none``."""
         if mode not in PROGRESS_MODES:
-            raise ValueError(f"--progress: got {mode!r}; expected one of {PROGRESS_MODES}")
+            raise ValueError(
+                f"--progress: got {mode!r}; expected one of {', '.join(PROGRESS_MODES)}"
+            )
         if mode == "none":
             return None
         if mode == "auto":
