@@ -53,6 +53,7 @@ from pathlib import Path
 from ddb_capacity_tools import reserve, reserve_sizing
 from ddb_capacity_tools.simulator import read_csv
 from ddb_capacity_tools.simulator.candidates import STOCK
+from ddb_capacity_tools.simulator.progress import Progress
 from ddb_capacity_tools.simulator.trace import Trace
 
 START = datetime(2026, 1, 5, tzinfo=UTC)
@@ -228,12 +229,11 @@ def fleet_report(name: str, tables: list[reserve.TableHours], setup: reserve.Set
     return out
 
 
-def timing(count: int, days: int, processes: int, tune: reserve.Setup | None = None) -> None:
-    """(d): ``count`` generated tables (the five shapes in turn, scaled) planned on one
-    policy, timed; and tune on one table (with ``tune``'s candidates: by default, the default
-    candidates), multiplied out."""
+def generated_fleet(count: int, days: int) -> list[Trace]:
+    """``count`` generated tables of ``days`` days: the five shapes (`generated`) in turn, the
+    n-th scaled by 0.5 + (n % 10) / 10, named ``t0000``, ``t0001``, ..."""
     shapes = generated(days)
-    fleet = [
+    return [
         replace(
             shapes[n % len(shapes)],
             name=f"t{n:04d}",
@@ -244,10 +244,17 @@ def timing(count: int, days: int, processes: int, tune: reserve.Setup | None = N
         )
         for n in range(count)
     ]
+
+
+def timing(count: int, days: int, processes: int, tune: reserve.Setup | None = None) -> None:
+    """(d): ``count`` generated tables (`generated_fleet`) planned on one policy, timed; and
+    tune on one table (with ``tune``'s candidates: by default, the default candidates),
+    multiplied out."""
+    fleet = generated_fleet(count, days)
     split = fleet[0].minutes // 2
     setup = reserve.Setup(policy="stock:90")
     began = time.perf_counter()
-    tables = reserve.plan_tables(fleet, split, setup, processes, sys.stderr)
+    tables = reserve.plan_tables(fleet, split, setup, processes, Progress.on(sys.stderr))
     plan = reserve.plan_fleet(tables, list(TERMS), setup)
     spent = time.perf_counter() - began
     print(
@@ -285,7 +292,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     verdicts = []
     for name, traces in fleets.items():
         split = traces[0].minutes // 2
-        tables = reserve.plan_tables(traces, split, setup, args.processes, sys.stderr)
+        tables = reserve.plan_tables(traces, split, setup, args.processes, Progress.on(sys.stderr))
         verdicts += fleet_report(name, tables, setup)
     if args.quick:
         timing(20, 1, args.processes, reserve.Setup(candidates=STOCK))

@@ -17,7 +17,7 @@ leaves the size unknown, and then no class is advised, and the advice says why) 
 recommendation's dollars (`simulator.tune.class_advice`).
 
 With ``processes`` above 1, tables are advised in that many processes at once (each
-process makes its own clients, [`boto3_clients`][]), the progress bar counting the tables
+process makes its own clients, [`boto3_clients`][]), the progress counting the tables
 done and the results in the order the tables were given. With ``Setup.current``, each
 table's current settings are read and placed as well ([`fleet_current`][]), for the
 fleet report's savings.
@@ -35,7 +35,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, TextIO
+from typing import Any
 
 from ddb_capacity_runtime.core.names import is_table_name
 from ddb_capacity_runtime.core.validators import is_number, is_region
@@ -59,8 +59,9 @@ from .simulator.candidates import (
 from .simulator.params import ModelParams
 from .simulator.policies import DEFAULT_TICK_MINUTES
 from .simulator.prices import Prices
+from .simulator.progress import Progress, step
 from .simulator.table_class import STANDARD, TABLE_CLASSES, class_lines
-from .simulator.text import bar, counted, fixed_width
+from .simulator.text import counted, fixed_width
 from .simulator.trace import Key, Trace
 from .simulator.tune import validate, validation_split
 from .simulator.tune_options import MAX_SIZE_GB
@@ -389,12 +390,13 @@ def advise_one(
     index: str | None,
     setup: Setup,
     autoscaling: Any = None,
+    progress: Progress | None = None,
 ) -> Advice | Failure:
     """One table (or GSI): its history and size (`size_of`, from the one DescribeTable
     the history reads its GSIs from), the candidates on it and the recommendation (and,
     with ``setup.current``, its current settings' figures); a [`Failure`][] with the
     reason when any of it fails (its size aside: unknown, it only leaves the table class
-    unadvised)."""
+    unadvised). Progress on ``progress``, a step a run (`tune_runs.place`)."""
     if not is_table_name(table):
         return Failure(table, index, "not a DynamoDB table name (3-255 of a-z A-Z 0-9 _ . -)")
     try:
@@ -420,6 +422,7 @@ def advise_one(
         setup,
         lambda keys: read_current(autoscaling, table, description, keys, max_capacity),
         size_of(description, index),
+        progress,
     )
 
 
@@ -450,18 +453,19 @@ def advise_trace(
     setup: Setup,
     current: Callable[[list[Key]], Current],
     size: Size = Size(None, "its size was not read"),
+    progress: Progress | None = None,
 ) -> Advice | Failure:
     """The candidates on ``trace`` (the history of ``table``) and the recommendation, and
     the table class for its ``size`` (none when the size is unknown: the notes say why);
     with ``setup.current``, the figures of the settings ``current(keys)`` says the table
-    has."""
+    has. Progress on ``progress``, a step a run."""
     if idle(trace):
         return Failure(table, index, idle_reason(setup.days, "compare"))
     settings = setup.settings_of(trace)
     names = list(dict.fromkeys([*setup.candidates, *STOCK, ON_DEMAND]))
     split = validation_split(trace)
     early, later = place_split(
-        trace, names, settings, setup.prices, setup.tick, setup.workers, split
+        trace, names, settings, setup.prices, setup.tick, setup.workers, split, progress, "advise"
     )
     tuning = validate(early, later, setup.rule, trace, settings[0], split, size.gb, setup.prices)
     scale = MONTH_MINUTES / (trace.minutes - split)
@@ -541,16 +545,18 @@ def advise(
     clients: Callable[[], Clients],
     tables: Sequence[tuple[str, str | None]],
     setup: Setup,
-    progress: TextIO | None = None,
+    progress: Progress | None = None,
     processes: int = 1,
 ) -> list[Advice | Failure]:
     """Each ``(table, index)`` ([`advise_one`][]), in turn or in ``processes`` processes,
-    each with the clients ``clients()`` makes; a progress bar on ``progress``; results in
-    the order of ``tables``. A table whose advice raises, or whose process dies, is a
-    [`Failure`][] with the reason; the others go on."""
+    each with the clients ``clients()`` makes; progress on ``progress``, a step a table (a
+    run, for one table); results in the order of ``tables``. A table whose advice raises,
+    or whose process dies, is a [`Failure`][] with the reason; the others go on."""
     if processes > 1 and len(tables) > 1:
         return _in_parallel(clients, tables, setup, progress, min(processes, len(tables)))
     made = clients()
+    if len(tables) == 1:
+        return [_guarded(made, *tables[0], setup, progress)]
     out: list[Advice | Failure] = []
     for n, (table, index) in enumerate(tables):
         _bar(progress, n, len(tables), table)
@@ -559,12 +565,16 @@ def advise(
     return out
 
 
-def _guarded(made: Clients, table: str, index: str | None, setup: Setup) -> Advice | Failure:
+def _guarded(
+    made: Clients, table: str, index: str | None, setup: Setup, progress: Progress | None = None
+) -> Advice | Failure:
     try:
         if made.source is not None:
             trace, now = made.source(table, index, setup)
-            return advise_trace(trace, table, index, setup, lambda keys: now)
-        return advise_one(made.cloudwatch, made.dynamodb, table, index, setup, made.autoscaling)
+            return advise_trace(trace, table, index, setup, lambda keys: now, progress=progress)
+        return advise_one(
+            made.cloudwatch, made.dynamodb, table, index, setup, made.autoscaling, progress
+        )
     except Exception as exc:  # a fault domain: whatever went wrong, the others go on
         return Failure(table, index, shown(reason_of(exc)))
 
@@ -585,7 +595,7 @@ def _in_parallel(
     clients: Callable[[], Clients],
     tables: Sequence[tuple[str, str | None]],
     setup: Setup,
-    progress: TextIO | None,
+    progress: Progress | None,
     processes: int,
 ) -> list[Advice | Failure]:
     """The tables in a pool of ``processes``. A process that dies breaks the pool and every
@@ -610,7 +620,7 @@ def _pool(
     which: list[int],
     processes: int,
     out: dict[int, Advice | Failure],
-    progress: TextIO | None,
+    progress: Progress | None,
 ) -> list[int]:
     """The tables ``which`` in one pool, into ``out``; returns those a broken pool ended
     (a pool of one: none, its table fails with the reason)."""
@@ -632,9 +642,9 @@ def _pool(
     return sorted(broken)
 
 
-def _bar(out: TextIO | None, done: int, total: int, table: str) -> None:
-    """The bar after ``done`` of ``total`` tables; ``table`` the one begun or done."""
-    bar(out, "advise", done, total, "tables", shown(table, 40))
+def _bar(progress: Progress | None, done: int, total: int, table: str) -> None:
+    """Progress after ``done`` of ``total`` tables; ``table`` the one begun or done."""
+    step(progress, "advise", done, total, "tables", shown(table, 40))
 
 
 def _by_cost(candidates: Sequence[Candidate]) -> list[Candidate]:

@@ -15,18 +15,22 @@
     ddb-capacity tune (--trace FILE.csv | --table NAME [--days N]) [--candidate P ...]
                       [--refusal-tolerance F] [--refusal-floor F] [--refusal-price USD]
                       [--table-size-gb N] [--ensemble NAME] [--score-from ISO-8601]
-                      [--json] [--html FILE.html]
+                      [--json] [--html FILE.html] [--progress auto|bar|lines|none]
     ddb-capacity advise (--table NAME [--index NAME] | --all-tables [--processes N]) [--days N]
                         [--candidate P ...] [--refusal-tolerance F] [--refusal-floor F]
                         [--refusal-price USD] [--json] [--report DIR | s3://BUCKET/PREFIX]
-                        [--html FILE.html]
+                        [--html FILE.html] [--progress auto|bar|lines|none]
     ddb-capacity reserve (--trace FILE.csv ... | --all-tables [--days N]) [--score-from ISO-8601]
                          [--current P] [--policy P] [--term 1y|3y|both] [--json] [--html FILE.html]
+                         [--progress auto|bar|lines|none]
     ddb-capacity local [--app COMMAND] [--stack NAME ...] [--out DIR]
     ddb-capacity flags [--cdk-json PATH] [--check]
 
 ``local`` deploys your CDK app to a moto server on 127.0.0.1 and runs one scaler tick
 (`ddb_capacity_tools.local`).
+
+``tune``, ``advise`` and ``reserve`` show their progress on stderr as ``--progress`` says
+(`simulator.progress`): by default a bar on a terminal, a line every 5 % elsewhere.
 
 ``flags`` merges the installed aws-cdk-lib's recommended feature flags into your app's
 ``cdk.json``, keeping the values you set (`flags_command`).
@@ -77,6 +81,7 @@ from .simulator.ensemble import EnsembleError, run_ensemble, settings_of
 from .simulator.params import ModelError, ModelParams
 from .simulator.policies import PolicyError, Spec, parse
 from .simulator.prices import PriceError, Prices
+from .simulator.progress import progress_of
 from .simulator.run import DEFAULT_POLICIES, simulate
 from .simulator.scenarios import SCENARIOS, ScenarioError, scenario
 from .simulator.schedules import ScheduleFileError
@@ -323,7 +328,7 @@ def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         why = advise_module.idle_reason(days, "tune", before)
         raise TraceError(f"--table: {args.table}: {why}")
     settings = settings_of(name, params, trace)
-    progress = None if args.quiet else err
+    progress = progress_of(args.progress, args.quiet, err)
     tuning = tune_module.tune(
         trace, settings, candidates, prices, args.tick, args.workers, rule, progress, size
     )
@@ -405,7 +410,8 @@ def _advise(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         current=report is not None or args.html is not None,
         reserve_hours=args.all_tables,
     )
-    results = advise_module.advise(clients, tables, setup, None if args.quiet else err, processes)
+    progress = progress_of(args.progress, args.quiet, err)
+    results = advise_module.advise(clients, tables, setup, progress, processes)
     about = {"ensemble": name, "days": days, "end": _iso(end)}
     reservation = _reservation(results, prices) if args.all_tables else None
     _advise_output(args, out, results, about, reservation, len(settings_of(name, params)))

@@ -24,6 +24,7 @@ from .simulator.ensemble import ENSEMBLES
 from .simulator.params import BOUNDS, FRACTIONAL, HUNDREDS, OFF, OPTIONAL, ModelParams, bound_text
 from .simulator.policies import DEFAULT_TICK_MINUTES, SPEC_HELP
 from .simulator.prices import Prices
+from .simulator.progress import add_progress_option
 from .simulator.run import DEFAULT_POLICIES
 from .simulator.scenarios import SCENARIOS
 from .tool_errors import OptionError as OptionError
@@ -123,7 +124,11 @@ def _policy_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--chart", metavar="FILE.png", help="write a PNG chart")
 
 
-def _run_options(parser: argparse.ArgumentParser, json_shape: str = '{"policies": [...]}') -> None:
+def _run_options(
+    parser: argparse.ArgumentParser, json_shape: str = '{"policies": [...]}', long: bool = False
+) -> None:
+    """The options of the commands that run policies; ``long`` (tune, advise): with
+    ``--progress``."""
     parser.add_argument(
         "--tick",
         type=whole,
@@ -146,7 +151,10 @@ def _run_options(parser: argparse.ArgumentParser, json_shape: str = '{"policies"
         + ", ".join(ENSEMBLES)
         + ") and report min / median / max (docs: Simulator, 'Robustness')",
     )
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    if long:
+        add_progress_option(parser)
+    else:
+        parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument(
         "--html",
         metavar="FILE.html",
@@ -161,7 +169,7 @@ def _run_options(parser: argparse.ArgumentParser, json_shape: str = '{"policies"
         metavar="N",
         help="processes running policies (and ensemble settings) at once; default: the CPU "
         "count. On a terminal, simulate and backtest show a progress bar with 1 only; tune "
-        "and advise show theirs (runs done, tables done) whatever the count",
+        "and advise show their progress (runs done, tables done) whatever the count",
     )
     _model_options(parser)
 
@@ -238,6 +246,7 @@ def _tune_parser(sub: Any) -> None:
         tn,
         '{"ensemble", "candidates", "frontier", "recommended", "reason", "rule", '
         '"on_demand", "code", "summary", "validation", "warnings", "table_class", "scored"}',
+        long=True,
     )
     # the model's --table-size-gb also asks tune for the table class: read by _tune
     size = next(a for a in tn._actions if a.dest == "table_size_gb")
@@ -297,7 +306,7 @@ def _advise_parser(sub: Any) -> None:
     )
     _history_options(ad, {"help": f"1 to {MAX_DAYS} (default {TUNE_DAYS})"})
     _choice_options(ad)
-    _run_options(ad, '{"ensemble", "days", "end", "month_hours", "tables", "failed"}')
+    _run_options(ad, '{"ensemble", "days", "end", "month_hours", "tables", "failed"}', long=True)
     ad.add_argument(
         "--processes",
         type=whole,

@@ -57,6 +57,7 @@ from .fleet_settings import (
 from .simulator.candidates import CANDIDATES
 from .simulator.ensemble import settings_of
 from .simulator.params import ModelParams
+from .simulator.progress import Progress
 
 __all__ = [
     "advise_message",
@@ -229,6 +230,15 @@ def _event_time(event: Mapping[str, Any]) -> datetime:
 # ------------------------------------------------------------------------------ worker
 
 
+def logged_progress(**fields: Any) -> Progress:
+    """Progress logged as lines, as the command line writes them to a file (one at the start,
+    one every few percent, one at the end): ``progress`` events, the line their message and
+    their ``progress`` field, with ``fields``."""
+    return Progress.logged(
+        lambda line: log_event("progress", message=line, progress=line, **fields)
+    )
+
+
 def advise_message(body: object, clients: Mapping[str, Any], settings: AdvisorSettings) -> str:
     """Advise the table one message names and write its result: ``advised``, ``idle``,
     ``failed`` (the table's own failure, written as its result) or ``invalid`` (not a
@@ -260,7 +270,13 @@ def advise_message(body: object, clients: Mapping[str, Any], settings: AdvisorSe
         current=True,
     )
     result = advise_one(
-        clients["cloudwatch"], clients["dynamodb"], table, None, setup, clients["autoscaling"]
+        clients["cloudwatch"],
+        clients["dynamodb"],
+        table,
+        None,
+        setup,
+        clients["autoscaling"],
+        logged_progress(run_id=run_id, table=table),
     )
     doc = {"run_id": run_id, **result.as_json()}
     _put_json(clients["s3"], settings.bucket, _key(run_id, f"tables/{table}.json"), doc)

@@ -41,7 +41,7 @@ import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
-from typing import Any, TextIO
+from typing import Any
 
 from .reserve_sizing import (
     DIMENSIONS,
@@ -66,7 +66,8 @@ from .simulator.ensemble import settings_of
 from .simulator.params import ModelParams
 from .simulator.policies import DEFAULT_TICK_MINUTES
 from .simulator.prices import BLOCK_UNITS, RESERVED_VERIFIED, TERMS, Prices
-from .simulator.text import bar, counted
+from .simulator.progress import Progress, step
+from .simulator.text import counted
 from .simulator.trace import Trace
 from .simulator.trace import cut as cut_trace
 from .simulator.tune import validate, validation_split
@@ -210,15 +211,20 @@ def _at_rate(c: Candidate, factor: float) -> Candidate:
     return replace(c, cost_usd=c.cost_usd.scaled(factor, (c.once_usd or 0.0) + c.running_usd))
 
 
-def _recommend(trace: Trace, split: int, setup: Setup) -> tuple[str, str, tuple[str, ...]]:
+def _recommend(
+    trace: Trace, split: int, setup: Setup, progress: Progress | None = None
+) -> tuple[str, str, tuple[str, ...]]:
     """The policy tune recommends on ``trace``'s minutes before ``split`` at the list prices,
     the one it recommends where every provisioned unit costs the reserved rate of
-    `RESERVED_TERM` (the same runs, chosen again), and tune's warnings."""
+    `RESERVED_TERM` (the same runs, chosen again), and tune's warnings; progress on
+    ``progress``, a step a run."""
     planning = cut_trace(trace, split)
     settings = settings_of(setup.ensemble, setup.params, planning)
     names = list(dict.fromkeys([*setup.candidates, *STOCK, ON_DEMAND]))
     cut = validation_split(planning)
-    early, later = place_split(planning, names, settings, setup.prices, setup.tick, 1, cut)
+    early, later = place_split(
+        planning, names, settings, setup.prices, setup.tick, 1, cut, progress, "reserve"
+    )
     listed = validate(early, later, setup.rule, planning, settings[0], cut)
     factor = max(
         setup.prices.break_even(RESERVED_TERM, d) for d in DIMENSIONS
@@ -249,16 +255,18 @@ def _run(name: str, trace: Trace, split: int, setup: Setup) -> Run:
     )
 
 
-def plan_table(trace: Trace, split: int, setup: Setup) -> TableHours:
+def plan_table(
+    trace: Trace, split: int, setup: Setup, progress: Progress | None = None
+) -> TableHours:
     """One table's hours under its policy (and its policy at reserved prices, when another)
     and under ``setup.current``: the planning part is minutes 0 to ``split`` (the whole
-    trace when ``split`` is its length)."""
+    trace when ``split`` is its length); progress on ``progress``, a step a tune run."""
     warnings: tuple[str, ...] = ()
     given = setup.policies.get(trace.name, setup.policy)
     if given is not None:
         listed, cheaper = given, given
     else:
-        listed, cheaper, warnings = _recommend(trace, split, setup)
+        listed, cheaper, warnings = _recommend(trace, split, setup, progress)
     runs: dict[str, Run] = {}
     for name in dict.fromkeys([listed, cheaper, setup.current]):
         runs[name] = _run(name, trace, split, setup)
@@ -302,25 +310,28 @@ def plan_tables(
     split: int,
     setup: Setup,
     processes: int | None = None,
-    progress: TextIO | None = None,
+    progress: Progress | None = None,
 ) -> list[TableHours]:
     """Every table's hours (`plan_table`), in ``processes`` processes (default the CPU
-    count), in the order given; a progress bar on ``progress``, a step a table."""
+    count), in the order given; progress on ``progress``, a step a table (a tune run, for
+    one table)."""
     processes = min(processes or os.cpu_count() or 1, len(traces))
     total = len(traces)
-    bar(progress, "reserve", 0, total, "tables", "")
+    if total == 1:
+        return [plan_table(traces[0], split, setup, progress)]
+    step(progress, "reserve", 0, total, "tables", "")
     if processes <= 1:
         out = []
         for n, trace in enumerate(traces, 1):
             out.append(plan_table(trace, split, setup))
-            bar(progress, "reserve", n, total, "tables", trace.name[:40])
+            step(progress, "reserve", n, total, "tables", trace.name[:40])
         return out
     done: dict[int, TableHours] = {}
     with ProcessPoolExecutor(processes) as pool:
         jobs = {pool.submit(plan_table, t, split, setup): n for n, t in enumerate(traces)}
         for job in as_completed(jobs):
             done[jobs[job]] = job.result()
-            bar(progress, "reserve", len(done), total, "tables", traces[jobs[job]].name[:40])
+            step(progress, "reserve", len(done), total, "tables", traces[jobs[job]].name[:40])
     return [done[n] for n in range(total)]
 
 

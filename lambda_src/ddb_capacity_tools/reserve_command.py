@@ -8,7 +8,8 @@ every table's CloudWatch history with ``--all-tables``), checked before any work
                          [--end ISO-8601]) [--score-from ISO-8601] [--current P] [--policy P]
                          [--recommended REPORT.json] [--candidate P ...] [--term 1y|3y|both]
                          [--price NAME=VALUE ...]
-                         [--processes N] [--json] [--html FILE.html] [--quiet]
+                         [--processes N] [--json] [--html FILE.html]
+                         [--progress auto|bar|lines|none] [--quiet]
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from .simulator.candidates import CANDIDATE_HELP, CANDIDATES, spec_of
 from .simulator.params import ModelParams
 from .simulator.policies import PolicyError, parse
 from .simulator.prices import TERMS, Prices
+from .simulator.progress import add_progress_option, progress_of
 from .simulator.text import counted
 from .simulator.trace import Trace, TraceError, read_csv
 from .tool_errors import option_named, printable, reason_of, whole
@@ -65,7 +67,7 @@ def add_parser(sub: Any) -> None:
     rs.add_argument(
         "--html", metavar="FILE.html", help="also write a page: the fleet's hours and the plan"
     )
-    rs.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_progress_option(rs)
 
 
 def _input_options(rs: argparse.ArgumentParser) -> None:
@@ -347,7 +349,8 @@ def run(
     split = traces[0].minutes if given is None else given
     reserve.check_split(split, traces[0].minutes, given is not None)
     processes = args.processes or os.cpu_count() or 1
-    tables = reserve.plan_tables(traces, split, setup, processes, None if args.quiet else err)
+    progress = progress_of(args.progress, args.quiet, err)
+    tables = reserve.plan_tables(traces, split, setup, processes, progress)
     tables = unreservable_left_out(tables, args.replicas, setup.prices, args.classes)
     plan = reserve.plan_fleet(tables, terms, setup)
     policies = _policies_words(setup, [t.name for t in traces], args.recommended)

@@ -35,7 +35,7 @@ from ddb_capacity_runtime.core.validators import is_number
 from ddb_capacity_runtime.events import emf_record, emit_metrics, log_event
 
 from .advise import shown
-from .fleet_lambda import _get_json, _key
+from .fleet_lambda import _get_json, _key, logged_progress
 from .fleet_settings import time_of
 from .tuning_rules import (
     FRESH_MINUTES,
@@ -90,7 +90,9 @@ def tune_run(s3: Any, dynamodb: Any, settings: TuningSettings, now: datetime) ->
         return {**dict.fromkeys(COUNTS, 0), "Failures": 1}
     assert isinstance(run_id, str)
     run = _Run(s3, dynamodb, settings, run_id)
-    for table, spec in settings.owned.items():
+    progress, total = logged_progress(run_id=run_id), len(settings.owned)
+    progress("tuning", 0, total, "tables")
+    for n, (table, spec) in enumerate(settings.owned.items(), 1):
         try:
             _tune_table(run, table, spec)
         except Exception as exc:  # a fault domain: the other tables go on
@@ -102,6 +104,7 @@ def tune_run(s3: Any, dynamodb: Any, settings: TuningSettings, now: datetime) ->
                 run_id=run_id,
                 error=shown(describe_error(exc)),
             )
+        progress("tuning", n, total, "tables")
     return run.counts
 
 

@@ -119,10 +119,16 @@ def test_lister_worker_report_over_one_run(
     bodies = [json.loads(m["Body"]) for m in messages]
     assert sorted(b["table"] for b in bodies) == sorted(manifest["tables"])
     assert {b["run_id"] for b in bodies} == {run_id}
-    for message, body in zip(messages, bodies, strict=True):
-        if body["table"] != late:
-            answer = fleet_lambda.advisor_handler({"Records": [record(message)]})
-            assert answer == {"batchItemFailures": []}
+    with recorded_events() as events:
+        for message, body in zip(messages, bodies, strict=True):
+            if body["table"] != late:
+                answer = fleet_lambda.advisor_handler({"Records": [record(message)]})
+                assert answer == {"batchItemFailures": []}
+    # (the advised table's progress logged as lines, its runs from the first to the last)
+    said = [e for e in events if e.get("event") == "progress"]
+    assert {e["table"] for e in said} == {good} and {e["run_id"] for e in said} == {run_id}
+    assert said[0]["progress"].startswith("advise: 0% (0 of ")
+    assert said[-1]["progress"].startswith("advise: 100% (") and len(said) == 21
     worked = [m for m in metrics(capsys.readouterr().out) if "TablesAdvised" in m]
     assert len(worked) == 10  # one record per message handled
     assert sum(m["TablesAdvised"] for m in worked) == 1

@@ -251,15 +251,20 @@ def test_a_malformed_result_changes_nothing_and_is_counted(
     assert tuned(world, name, "write") is None
     assert counts["Unreadable"] == 1 and counts["TablesFailed"] == 0, counts
     assert counts["TargetsChanged"] == 0
-    # the one event logged: the result unreadable, an error, naming the table and why
-    (said,) = events
+    # the one event logged beside the progress: the result unreadable, an error, naming the
+    # table and why
+    (said,) = [e for e in events if e["event"] != "progress"]
     assert (said["event"], said["table"], said["run_id"]) == (
         "recommendation-unreadable",
         name,
         run_id,
     )
     assert why in said["why"], said
-    logged = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == LOGGER.name]
+    logged = [
+        (r.levelno, r.getMessage())
+        for r in caplog.records
+        if r.name == LOGGER.name and getattr(r, "event", None) != "progress"
+    ]
     assert logged == [(logging.ERROR, "recommendation-unreadable")]
 
 
@@ -289,6 +294,11 @@ def test_one_failing_table_leaves_the_others_tuned(world: World) -> None:
     assert [e["table"] for e in events if e.get("event") == "target-tuned"] == [fine]
     (failed,) = [e for e in events if e.get("event") == "table-not-tuned"]
     assert failed["table"] == failing and "ProvisionedThroughputExceeded" in failed["error"]
+    # AND the progress is logged as the command line writes it to a file, the failed table
+    # counted as done
+    said = [e["progress"] for e in events if e.get("event") == "progress"]
+    assert [s.split(" (")[0] for s in said] == ["tuning: 0%", "tuning: 50%", "tuning: 100%"]
+    assert said[-1].startswith("tuning: 100% (2 of 2 tables, ")
 
 
 def test_billing_advice_is_logged_with_its_dollars_and_never_applied(world: World) -> None:

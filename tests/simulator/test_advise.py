@@ -123,8 +123,8 @@ def test_the_text_output_labels_every_column_and_prints_the_code(
     # a line for each term shown, and the plain warning: one day is too short to judge
     assert "what the terms mean:" in out and "- on-demand: PAY_PER_REQUEST" in out
     assert "warning: " in out and "at least 2 days" in out
-    # the progress bar on stderr, a terminal's
-    assert "advise [" in err and "1/1 tables" in err
+    # the progress bar on stderr, a terminal's: one table, so its runs (8 policies, 2 settings)
+    assert "advise [" in err and "0/16 runs" in err and "16/16 runs" in err
 
 
 def test_the_text_output_names_the_failed_and_exit_status_follows_them(

@@ -240,7 +240,9 @@ def test_words_name_the_plan_the_stress_and_the_unverified_prices(fleet_files: l
     assert "--price" in out
 
 
-def test_the_progress_bar_counts_tables_on_a_terminal_only(fleet_files: list[str]) -> None:
+def test_the_progress_bar_counts_tables_on_a_terminal_and_lines_elsewhere(
+    fleet_files: list[str],
+) -> None:
     argv = ["reserve", "--trace", fleet_files[0], "--trace", fleet_files[1], "--processes", "1"]
     argv += ["--score-from", "2026-01-06T00:30", "--policy", "stock:90"]
     # GIVEN stderr on a terminal: the bar counts the tables planned, to the last
@@ -249,8 +251,15 @@ def test_the_progress_bar_counts_tables_on_a_terminal_only(fleet_files: list[str
     assert "reserve [" in err and "0/2 tables" in err and "2/2 tables" in err
     # AND --quiet hides it
     assert run(*argv, "--quiet", terminal=True) == (0, out, "")
-    # AND into a file, a pipe or a CI log (no terminal) there is none: the same answer alone
-    assert run(*argv) == (0, out, "")
+    # AND into a file, a pipe or a CI log (no terminal) lines, with the same answer
+    code, again, err = run(*argv)
+    assert (code, again) == (0, out)
+    assert [line.split(" (")[0] for line in err.splitlines()] == [
+        "reserve: 0%",
+        "reserve: 50%",
+        "reserve: 100%",
+    ]
+    assert run(*argv, "--progress", "none") == (0, out, "")
 
 
 def test_a_reservation_that_loses_on_the_scored_part_is_told(tmp_path: Path) -> None:

@@ -577,8 +577,10 @@ def test_tune_shows_progress_a_summary_the_terms_and_the_code(tmp_path: Path) ->
     args = ["tune", "--trace", str(path), "--workers", "2"]
     code, out, err = run(*args, "--candidate", "autopilot+stock:70+owned", terminal=True)
     assert code == 0, err
-    # progress on stderr, a terminal's: the runs done, to the last
-    assert "tune [" in err and "0/8 runs" in err and "8/8 runs" in err
+    # progress on stderr, a terminal's: the runs done (9 candidates under 8 settings), to the
+    # last, each run counted as it ends whatever the processes
+    assert "tune [" in err and "0/72 runs" in err and "72/72 runs" in err
+    assert all(f" {n}/72 runs " in err for n in range(73))
     lines = out.splitlines()
     # the recommendation in one sentence, with its dollars a month and their spread
     [summary] = [line for line in lines if line.startswith("Use ")]
@@ -621,13 +623,14 @@ def test_tune_warns_plainly_when_the_history_is_too_short(tmp_path: Path) -> Non
     path = short_trace(tmp_path, 120)
     args = ["tune", "--trace", str(path), "--candidate", "on-demand"]
     code, _, err = run(*args, terminal=True)
-    assert code == 0 and "tune [" in err and "8/8 runs" in err  # the bar, as on any history
+    assert code == 0 and "tune [" in err and "64/64 runs" in err  # the bar, as on any history
     # --quiet: no bar
     code, out, err = run(*args, "--quiet", terminal=True)
     assert code == 0 and err == ""
-    # AND no bar where stderr is no terminal (a CI log, a file)
+    # AND lines, not a bar, where stderr is no terminal (a CI log, a file); the same answer
     code, again, err = run(*args)
-    assert (code, again, err) == (0, out, "")
+    assert (code, again) == (0, out) and "\r" not in err
+    assert err.splitlines()[0] == "tune: 0% (0 of 64 runs, 0 s)"
     lines = out.splitlines()
     # first and last: the warning, with the minimum needed and why
     for line in (lines[0], lines[-1]):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import operator
 import sys
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any, ClassVar, TextIO
@@ -417,12 +417,14 @@ def simulate(
     progress: TextIO | None = sys.stderr,
     workers: int = 1,
     score_from: int | None = None,
+    ran: Callable[[Spec], None] | None = None,
 ) -> list[DimensionResult]:
     """Every policy over ``trace``: results in policy order, then dimension order. A trace
     longer than a day shows a progress bar on ``progress`` when it is a terminal. With
     ``workers`` > 1, policies run in that many processes (no progress bar). ``score_from``:
     the trace minute the results count from
-    ([`run_policy`][ddb_capacity_tools.simulator.run_policy])."""
+    ([`run_policy`][ddb_capacity_tools.simulator.run_policy]). ``ran(spec)`` is called as
+    each policy's run ends (in the order they end), for a caller counting runs."""
     params = (params or ModelParams()).validate()
     check_score_from(score_from, trace)
     prices = prices or Prices()
@@ -430,12 +432,16 @@ def simulate(
     workers = min(workers, len(specs))
     if workers > 1:  # one process per policy at a time; results in policy order
         with ProcessPoolExecutor(workers) as pool:
-            jobs = [
+            jobs = {
                 pool.submit(
                     run_policy, spec, trace, params, prices, schedule, tick, None, score_from
-                )
+                ): spec
                 for spec in specs
-            ]
+            }
+            if ran is not None:  # counted as each ends
+                for job in as_completed(jobs):
+                    job.result()  # a failed run raises here, as below
+                    ran(jobs[job])
             for job in jobs:
                 results.extend(job.result())
         return results
@@ -443,4 +449,6 @@ def simulate(
         results.extend(
             run_policy(spec, trace, params, prices, schedule, tick, progress, score_from)
         )
+        if ran is not None:
+            ran(spec)
     return results

@@ -2,8 +2,8 @@
 
 Fixed-width text tables, as every simulator command prints them, a count in words (`counted`:
 ``1 block``, ``2 blocks``, the one place the tools' words make a plural), the words that say
-what a run's dollars cover, and the progress bar of those that count what they have done
-(drawn on a terminal only: `on_a_terminal`)."""
+what a run's dollars cover, and whether a stream is a terminal (`on_a_terminal`: where a
+bar redrawn in place reads as one line)."""
 
 from __future__ import annotations
 
@@ -75,18 +75,3 @@ def on_a_terminal(out: TextIO) -> bool:
         return bool(out.isatty())
     except (AttributeError, ValueError):  # no isatty, or closed
         return False
-
-
-def bar(out: TextIO | None, command: str, done: int, total: int, what: str, label: str) -> None:
-    """A progress bar on ``out`` (a terminal's stderr), redrawn in place: ``command`` has
-    done ``done`` of ``total`` ``what`` (tables, runs); ``label`` the one begun or done. A
-    new line once all are done. Nothing when ``out`` is None or no terminal
-    (`on_a_terminal`), or there is nothing to do."""
-    if out is None or not total or not on_a_terminal(out):
-        return
-    width = 30
-    filled = "#" * (width * done // total)
-    out.write(f"\r{command} [{filled:<{width}}] {done}/{total} {what} {label:<43}")
-    if done == total:
-        out.write("\n")
-    out.flush()

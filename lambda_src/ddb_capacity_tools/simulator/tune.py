@@ -39,7 +39,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TextIO
 
 from ..tool_errors import TuneError as TuneError
 from .candidates import (
@@ -69,6 +68,7 @@ from .candidates import (
 from .params import ModelParams
 from .policies import DEFAULT_TICK_MINUTES
 from .prices import Prices
+from .progress import Progress
 from .table_class import class_advice
 from .text import counted, span
 from .trace import Trace
@@ -142,13 +142,13 @@ def tune(
     tick: int = DEFAULT_TICK_MINUTES,
     workers: int | None = None,
     rule: Rule = DEFAULT_RULE,
-    progress: TextIO | None = None,
+    progress: Progress | None = None,
     size_gb: float | None = None,
 ) -> Tuning:
     """``candidates``, the stock settings of `STOCK` and on-demand over ``trace``
     under ``settings``, chosen by validation (`validate`): fitted on the earlier half,
     chosen on the later half, figures a month; with ``size_gb``, the table class advised
-    too. A progress bar on ``progress``."""
+    too. Progress on ``progress``, a step a run (`tune_runs.place`)."""
     check_length(trace)
     names = list(dict.fromkeys([*candidates, *STOCK, ON_DEMAND]))
     if settings[0].stream_seconds is not None or settings[0].fast_path_seconds is not None:

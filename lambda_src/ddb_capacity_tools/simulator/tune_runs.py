@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TextIO
 
 from ddb_capacity_runtime.core.policy import capacity_units
 
@@ -32,10 +31,10 @@ from .ensemble import Spread
 from .params import ModelParams
 from .policies import DEFAULT_TICK_MINUTES, Spec, parse
 from .prices import Prices
+from .progress import Progress
 from .run import DimensionResult, compose_hybrid, hybrid_base, simulate
 from .scaler_cost import monthly_scaler_cost
 from .stream_cost import monthly_stream_cost
-from .text import bar
 from .trace import Trace
 
 
@@ -47,7 +46,7 @@ def place(
     tick: int = DEFAULT_TICK_MINUTES,
     workers: int | None = None,
     score_from: int | None = None,
-    progress: TextIO | None = None,
+    progress: Progress | None = None,
     command: str = "tune",
 ) -> list[Candidate]:
     """Every policy of ``names`` over ``trace`` under each of ``settings`` (policies in
@@ -58,7 +57,7 @@ def place(
     on-demand's runs, which run once whether or not they are candidates themselves. A
     pre-warmed candidate (`PREWARM`) runs on a table warmed to the peak of the
     minutes before ``score_from`` (all of them when None) / its target, the one-time
-    charge in its cost. A progress bar on ``progress``, one step per run, named ``command``."""
+    charge in its cost. Progress on ``progress``, a step a run, named ``command``."""
     prices = prices or Prices()
     until = score_from or trace.minutes
     runs = _runs(trace, names, settings, prices, tick, workers, score_from, progress, command)
@@ -80,15 +79,16 @@ def place_split(
     tick: int,
     workers: int | None,
     split: int,
-    progress: TextIO | None = None,
+    progress: Progress | None = None,
+    command: str = "tune",
 ) -> tuple[list[Candidate], list[Candidate]]:
     """(the earlier part's candidates, the later part's): every policy of ``names`` run
     once over the whole trace (`place`), counted over minutes 0 to ``split`` and from
     ``split`` on. A policy sees only the past, so what it did before ``split`` is what it
     would have done on the earlier part alone. The hybrid is not counted on the earlier
-    part (it is never fitted)."""
+    part (it is never fitted). Progress on ``progress`` as `place` shows it."""
     prices = prices or Prices()
-    runs = _runs(trace, names, settings, prices, tick, workers, split, progress)
+    runs = _runs(trace, names, settings, prices, tick, workers, split, progress, command)
     once = {n: _once(n, trace, split, prices, settings[0]) for n in names}
     rest = trace.minutes - split
     later = with_frontier(
@@ -110,34 +110,48 @@ def _runs(
     tick: int,
     workers: int | None,
     score_from: int | None,
-    progress: TextIO | None,
+    progress: Progress | None,
     command: str = "tune",
 ) -> list[list[DimensionResult]]:
-    """Per setting, the results of every policy of ``names`` (see `place`); the progress
-    bar on ``progress`` named ``command``."""
+    """Per setting, the results of every policy of ``names`` (see `place`); progress on
+    ``progress`` named ``command``, a step a run (one policy under one setting)."""
     warmed, ran, hybrids = _run_plan(names, settings[0].max_capacity)
-    scored = {} if score_from is None else {"score_from": score_from}
     streams = [n for n in names if streamed(n) and n not in warmed]
-    total, done = len(settings) * (1 + len(warmed) + bool(streams)), 0
+    top = settings[0].max_capacity
+    each = len(ran) + len({spec_of(n, top).text for n in streams}) + len(warmed)
+    count = _Count(progress, command, len(settings) * each)
     runs = []
     for n, p in enumerate(settings, 1):
-        bar(progress, command, done, total, "runs", f"model setting {n} of {len(settings)}")
+        count.setting = f"setting {n} of {len(settings)}"
+        processes = workers or os.cpu_count() or 1
         results = simulate(
-            trace, ran, p, prices, None, tick, None, workers or os.cpu_count() or 1, **scored
+            trace, ran, p, prices, None, tick, None, processes, score_from=score_from, ran=count
         )
         results += _hybrids(hybrids, results, trace, prices, score_from or 0)
-        done += 1
         if streams:
-            bar(progress, command, done, total, "runs", f"with the stream, setting {n}")
-            results += _with_stream(streams, trace, p, prices, tick, workers, score_from)
-            done += 1
+            results += _with_stream(streams, trace, p, prices, tick, workers, score_from, count)
         for name in warmed:
-            bar(progress, command, done, total, "runs", f"{name}, setting {n}")
             results += _prewarmed(name, trace, p, prices, tick, score_from)
-            done += 1
+            count(name)
         runs.append(results)
-    bar(progress, command, total, total, "runs", "")
     return runs
+
+
+class _Count:
+    """The runs `_runs` has done, shown on ``progress`` (when not None) as each ends: it
+    starts the count at 0 of ``total``, then takes a step each call (a spec's run ended)."""
+
+    def __init__(self, progress: Progress | None, command: str, total: int) -> None:
+        self.progress, self.command, self.total, self.done = progress, command, total, 0
+        self.setting = ""
+        if progress is not None:
+            progress(command, 0, total, "runs", "")
+
+    def __call__(self, spec: Spec | str) -> None:
+        self.done += 1
+        if self.progress is not None:
+            label = f"{spec if isinstance(spec, str) else spec.text}, {self.setting}"
+            self.progress(self.command, self.done, self.total, "runs", label)
 
 
 def run_candidate(
@@ -205,8 +219,7 @@ def _prewarmed(
     )
     if streamed(name):
         warm = replace(warm, stream_seconds=warm.stream_seconds or STREAM_SECONDS)
-    scored = {} if score_from is None else {"score_from": score_from}
-    results = simulate(trace, [spec], warm, prices, None, tick, None, 1, **scored)
+    results = simulate(trace, [spec], warm, prices, None, tick, None, 1, score_from=score_from)
     for r in results:
         r.policy = name
     return results
@@ -220,16 +233,26 @@ def _with_stream(
     tick: int,
     workers: int | None,
     score_from: int | None,
+    count: Callable[[Spec], None] | None = None,
 ) -> list[DimensionResult]:
     """The `STREAM` candidates ``names`` run together with the table's stream as a signal
     (`STREAM_SECONDS` late, unless the model gives its own), their results named by
-    candidate."""
+    candidate; ``count(spec)`` as each run ends."""
     streaming = replace(params, stream_seconds=params.stream_seconds or STREAM_SECONDS)
     specs = {n: spec_of(n, params.max_capacity) for n in names}
-    scored = {} if score_from is None else {"score_from": score_from}
     unique = list({s.text: s for s in specs.values()}.values())
+    processes = workers or os.cpu_count() or 1
     ran = simulate(
-        trace, unique, streaming, prices, None, tick, None, workers or os.cpu_count() or 1, **scored
+        trace,
+        unique,
+        streaming,
+        prices,
+        None,
+        tick,
+        None,
+        processes,
+        score_from=score_from,
+        ran=count,
     )
     out = []
     for name, spec in specs.items():

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any
 
 from .candidates import (
     MIN_PART_MINUTES,
@@ -37,6 +37,7 @@ from .candidates import (
 from .params import ModelParams
 from .policies import DEFAULT_TICK_MINUTES
 from .prices import Prices
+from .progress import Progress
 from .text import counted, fixed_width, span
 from .trace import Trace
 from .tune import best_stock, within_limit
@@ -191,12 +192,12 @@ def score(
     prices: Prices | None = None,
     tick: int = DEFAULT_TICK_MINUTES,
     workers: int | None = None,
-    progress: TextIO | None = None,
+    progress: Progress | None = None,
 ) -> Holdout:
     """``tuning``'s pick (chosen on ``trace``'s minutes before ``score_from``), every stock
     setting and on-demand run over the whole of ``trace`` under ``settings`` and counted
     from ``score_from`` on (`place`), a month; whether the pick held (`hold`). Their
-    progress bar on ``progress`` is named as the scoring's, beside the choice's."""
+    progress on ``progress`` is named as the scoring's, beside the choice's."""
     pick = tuning.recommended.policy
     names = list(dict.fromkeys([pick, *STOCK, ON_DEMAND]))
     command = f"tune, scoring from {_since(trace, score_from)}"

@@ -1,0 +1,170 @@
+"""The command-line tools' speed, measured in one run, each in CPU seconds and in units: a
+unit is the CPU time of a fixed pure-Python loop of 10^7 additions (`unit_seconds`), timed
+beside each measurement, so the figures compare across machines and loads.
+
+- **tune** on 14 days of noisy diurnal traffic (20,160 minutes), the default candidates, the
+  plausible ensemble, one worker (one process), as ``ddb-capacity tune --workers 1`` runs
+  it. Goal: at most 20 units.
+- **simulate**: the default policy set (`DEFAULT_POLICIES`) over 30 days of the same traffic,
+  in one process. Goal: at most 2 units.
+- **reserve** over ``--tables`` generated tables of 14 days (`reserve_plan.generated_fleet`),
+  each table's policy chosen by tune on its whole history (as ``ddb-capacity reserve``
+  without ``--policy``), in one process; the CPU time a table, times 1,000 tables, shared by
+  2 cores, is the estimate. Goal: 1,000 tables in at most 30 minutes on 2 cores.
+
+The traffic is `simulate_noisy_30_days.noisy_diurnal` (seeded): the diurnal swing times
+lognormal noise and bursts. Each tool is called in this process (its CPU time is this
+process's: `time.process_time`), not as a subprocess.
+
+``--quick`` (a smoke run for the test suite, seconds): one day, the stock targets and
+on-demand as tune's candidates, 2 tables; its figures are not the goals' workloads.
+
+Usage:
+    .venv/bin/python -m benchmarks.tool_speed [--tables 20] [--seed 1] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from benchmarks.reserve_plan import generated_fleet
+from benchmarks.simulate_noisy_30_days import noisy_diurnal
+from ddb_capacity_tools import reserve
+from ddb_capacity_tools.simulator import ModelParams, Prices, parse
+from ddb_capacity_tools.simulator.candidates import CANDIDATES, STOCK
+from ddb_capacity_tools.simulator.ensemble import settings_of
+from ddb_capacity_tools.simulator.run import DEFAULT_POLICIES, simulate
+from ddb_capacity_tools.simulator.text import fixed_width
+from ddb_capacity_tools.simulator.tune import tune
+
+LOOP_ADDITIONS = 10**7
+TUNE_GOAL_UNITS = 20.0
+SIMULATE_GOAL_UNITS = 2.0
+RESERVE_GOAL_MINUTES = 30.0
+FLEET_TABLES, FLEET_CORES = 1_000, 2
+
+
+def unit_seconds() -> float:
+    """CPU seconds of the fixed loop: 10^7 additions in pure Python."""
+    began = time.process_time()
+    total = 0
+    for n in range(LOOP_ADDITIONS):
+        total += n
+    assert total == LOOP_ADDITIONS * (LOOP_ADDITIONS - 1) // 2
+    return time.process_time() - began
+
+
+@dataclass(frozen=True)
+class Measured:
+    name: str
+    cpu: float
+    unit: float
+    goal: str
+    verdict: str
+
+
+def measure(work: Callable[[], object]) -> tuple[float, float]:
+    """(CPU seconds of ``work()``, the unit's seconds timed just before it)."""
+    unit = unit_seconds()
+    began = time.process_time()
+    work()
+    return time.process_time() - began, unit
+
+
+def tune_speed(days: int, seed: int, quick: bool) -> Measured:
+    trace = noisy_diurnal(seed, days)
+    settings = settings_of("plausible", ModelParams(), trace)
+    candidates = ["on-demand"] if quick else list(CANDIDATES)
+    cpu, unit = measure(lambda: tune(trace, settings, candidates, Prices(), workers=1))
+    units = cpu / unit
+    return Measured(
+        f"tune, {trace.minutes:,} minutes, {'stock and on-demand' if quick else 'default'} "
+        f"candidates, {len(settings)} settings, 1 worker",
+        cpu,
+        unit,
+        f"<= {TUNE_GOAL_UNITS:.0f} units",
+        _verdict(units <= TUNE_GOAL_UNITS, quick),
+    )
+
+
+def simulate_speed(days: int, seed: int, quick: bool) -> Measured:
+    trace = noisy_diurnal(seed, days)
+    specs = [parse(p) for p in DEFAULT_POLICIES]
+    cpu, unit = measure(
+        lambda: simulate(trace, specs, ModelParams(), Prices(), progress=None, workers=1)
+    )
+    return Measured(
+        f"simulate, {trace.minutes:,} minutes, the default set ({len(specs)} policies)",
+        cpu,
+        unit,
+        f"<= {SIMULATE_GOAL_UNITS:.0f} units",
+        _verdict(cpu / unit <= SIMULATE_GOAL_UNITS, quick),
+    )
+
+
+def reserve_speed(tables: int, days: int, quick: bool) -> tuple[Measured, float]:
+    """The measurement, and the estimate for `FLEET_TABLES` on `FLEET_CORES` in minutes."""
+    fleet = generated_fleet(tables, days)
+    setup = reserve.Setup(candidates=STOCK) if quick else reserve.Setup()
+    split = fleet[0].minutes  # no --score-from: planned on the whole history
+    cpu, unit = measure(lambda: reserve.plan_tables(fleet, split, setup, 1, None))
+    minutes = cpu / tables * FLEET_TABLES / FLEET_CORES / 60
+    goal = f"{FLEET_TABLES:,} tables <= {RESERVE_GOAL_MINUTES:.0f} min on {FLEET_CORES} cores"
+    return (
+        Measured(
+            f"reserve, {tables} tables x {fleet[0].minutes:,} minutes, tune per table",
+            cpu,
+            unit,
+            goal,
+            f"{_verdict(minutes <= RESERVE_GOAL_MINUTES, quick)} ({minutes:,.0f} min)",
+        ),
+        minutes,
+    )
+
+
+def _verdict(met: bool, quick: bool) -> str:
+    if quick:
+        return "(quick: not the goal's workload)"
+    return "PASS" if met else "MISS"
+
+
+def table(rows: Sequence[Measured]) -> str:
+    """The measurements as a fixed-width table."""
+    cells = [("measurement", "CPU s", "units", "unit s", "goal", "verdict")]
+    cells += [
+        (r.name, f"{r.cpu:,.2f}", f"{r.cpu / r.unit:,.1f}", f"{r.unit:.3f}", r.goal, r.verdict)
+        for r in rows
+    ]
+    return "\n".join(fixed_width(cells, left=1))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--tables", type=int, default=20, help="tables reserve plans (default 20)")
+    parser.add_argument("--seed", type=int, default=1, help="the traffic's seed")
+    parser.add_argument("--quick", action="store_true", help="a smoke run: one day, few runs")
+    args = parser.parse_args(argv)
+    if args.tables < 1:
+        parser.error(f"--tables: got {args.tables}; expected a whole number of 1 or more")
+    quick = args.quick
+    tables = 2 if quick else args.tables
+    rows = [tune_speed(1 if quick else 14, args.seed, quick)]
+    rows.append(simulate_speed(1 if quick else 30, args.seed, quick))
+    planned, minutes = reserve_speed(tables, 1 if quick else 14, quick)
+    rows.append(planned)
+    print(f"a unit: the CPU time of {LOOP_ADDITIONS:,} additions in a pure-Python loop\n")
+    print(table(rows))
+    print(
+        f"\nreserve: {planned.cpu / tables:,.2f} CPU s a table; {FLEET_TABLES:,} tables on "
+        f"{FLEET_CORES} cores: about {minutes:,.0f} minutes (estimate: CPU time a table x "
+        f"{FLEET_TABLES:,} / {FLEET_CORES})"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

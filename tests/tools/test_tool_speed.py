@@ -1,0 +1,30 @@
+"""The tools' speed benchmark runs in its quick mode and prints its table: each measurement's
+CPU seconds, its units (of the loop timed beside it) and its goal."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+
+def test_the_tool_speed_benchmark_runs_in_its_quick_mode(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from benchmarks import tool_speed
+
+    assert tool_speed.main(["--quick"]) == 0
+    printed = capsys.readouterr().out
+    rows = re.findall(
+        r"^(tune|simulate|reserve), .*?\s+([\d.,]+)\s+([\d.,]+)\s+([\d.]+)\s+", printed, re.M
+    )
+    assert [r[0] for r in rows] == ["tune", "simulate", "reserve"], printed
+    for _, cpu, units, unit in rows:
+        # the units are the CPU seconds over the loop's, as printed (rounded)
+        assert float(units.replace(",", "")) == pytest.approx(
+            float(cpu.replace(",", "")) / float(unit), abs=0.06
+        )
+        assert float(unit) > 0
+    assert "<= 20 units" in printed and "<= 2 units" in printed
+    assert "1,000 tables <= 30 min on 2 cores" in printed
+    assert re.search(r"1,000 tables on 2 cores: about [\d,]+ minutes", printed)
