@@ -8,7 +8,7 @@ import json
 import math
 import random
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -31,7 +31,7 @@ from ddb_capacity_tools.simulator.tune_options import (
     refusal_tolerance,
 )
 from tests.support.cli import run
-from tests.support.tune import trace_file
+from tests.support.tune import short_trace, trace_file
 
 
 def test_tune_recommends_the_cheapest_that_refuses_no_more_than_the_best_stock(
@@ -606,16 +606,6 @@ def test_tune_shows_progress_a_summary_the_terms_and_the_code(tmp_path: Path) ->
     assert "- +prewarm:" not in terms and "- hybrid" not in terms  # not shown: not explained
     assert "code to paste (CDK, Python):" in out
     assert not any(line.startswith("warning:") for line in lines)  # three days: enough
-
-
-def short_trace(tmp_path: Path, minutes: int) -> Path:
-    """A trace of ``minutes`` minutes at 100 reads and 50 writes a second."""
-    start = datetime(2026, 1, 5, tzinfo=UTC)
-    rows = ["timestamp,read,write"]
-    rows += [f"{(start + timedelta(minutes=m)).isoformat()},100,50" for m in range(minutes)]
-    path = tmp_path / "short.csv"
-    path.write_text("\n".join(rows) + "\n")
-    return path
 
 
 def test_tune_warns_plainly_when_the_history_is_too_short(tmp_path: Path) -> None:

@@ -19,3 +19,13 @@ def trace_file(tmp_path: Path) -> Path:
     path = tmp_path / "trace.csv"
     path.write_text("\n".join(rows) + "\n")
     return path
+
+
+def short_trace(tmp_path: Path, minutes: int) -> Path:
+    """A trace of ``minutes`` minutes at 100 reads and 50 writes a second."""
+    start = datetime(2026, 1, 5, tzinfo=UTC)
+    rows = ["timestamp,read,write"]
+    rows += [f"{(start + timedelta(minutes=m)).isoformat()},100,50" for m in range(minutes)]
+    path = tmp_path / "short.csv"
+    path.write_text("\n".join(rows) + "\n")
+    return path

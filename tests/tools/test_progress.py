@@ -9,7 +9,7 @@ import re
 import subprocess
 import sys
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -21,6 +21,7 @@ from ddb_capacity_tools.simulator.run import simulate
 from ddb_capacity_tools.simulator.scenarios import diurnal
 from ddb_capacity_tools.simulator.trace import Trace, cut
 from tests.support.cli import Terminal
+from tests.support.tune import short_trace
 
 LINE = re.compile(r"^(\w+): (\d+)% \((\d+) of (\d+) (\w+), (\d+) s\)$")
 SCRIPT = Path(sys.executable).parent / "ddb-capacity"
@@ -32,15 +33,6 @@ def write_csv(trace: Trace, path: Path) -> Path:
     rows = ["timestamp,read,write"]
     for m, (r, w) in enumerate(zip(reads, writes, strict=True)):
         rows.append(f"{(trace.start + timedelta(minutes=m)).isoformat()},{r:.1f},{w:.1f}")
-    path.write_text("\n".join(rows) + "\n")
-    return path
-
-
-def short_csv(tmp_path: Path, minutes: int = 120) -> Path:
-    start = datetime(2026, 1, 5, tzinfo=UTC)
-    rows = ["timestamp,read,write"]
-    rows += [f"{(start + timedelta(minutes=m)).isoformat()},100,50" for m in range(minutes)]
-    path = tmp_path / "short.csv"
     path.write_text("\n".join(rows) + "\n")
     return path
 
@@ -74,7 +66,7 @@ def test_tune_into_a_pipe_prints_lines_from_its_start_to_its_end(tmp_path: Path)
 def test_progress_none_and_quiet_print_nothing_and_a_bad_value_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    args = ["tune", "--trace", str(short_csv(tmp_path)), "--candidate", "on-demand"]
+    args = ["tune", "--trace", str(short_trace(tmp_path, 120)), "--candidate", "on-demand"]
     for extra in (["--progress", "none"], ["--quiet"]):
         err = Terminal()  # a terminal would show the bar
         assert main([*args, *extra], io.StringIO(), err) == 0 and err.getvalue() == ""
