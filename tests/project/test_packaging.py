@@ -211,7 +211,7 @@ def test_the_wheel_works_in_a_fresh_virtual_environment(dist: Path, tmp_path: Pa
             "--",
             str(venv / "bin" / "python"),
             "-c",
-            "import sys; from ddb_capacity_runtime import instrument; "
+            "import sys, boto3; from ddb_capacity_runtime import instrument; "
             "print(bool(instrument._installed), 'sitecustomize' in sys.modules)",
         ],
         cwd=app,
