@@ -140,12 +140,18 @@ def _acknowledge_no_dead_letters(
     )
     packs = ("Serverless", "HIPAA.Security", "NIST.800.53.R5")
     acknowledge_all(function, {f"{p}-LambdaDLQ": reason for p in packs})
+    acknowledge_unkept_runs(scope, rule, reason)
+    skip_checkov(function, "CKV_AWS_116", reason)
+
+
+def acknowledge_unkept_runs(scope: Construct, rule: events.Rule, reason: str) -> None:
+    """The dead-letter findings on a scheduled function's asynchronous invocations
+    (``scope``'s ``AsyncInvokeConfig``) and on its rule, acknowledged for ``reason``."""
     acknowledge_all(
         scope.node.find_child("AsyncInvokeConfig"),
         {"Serverless-LambdaAsyncFailureDestination": reason},
     )
     acknowledge_all(rule, {"Serverless-EventBusDLQ": reason})
-    skip_checkov(function, "CKV_AWS_116", reason)
 
 
 def acknowledge_control_plane_function(function: lambda_.Function, calls: str) -> None:

@@ -48,7 +48,12 @@ from ..common._function_options import (
 from ..common._iam_statements import read_autoscaling_statement
 from ..common._props import duration_prop, known_at_synth, whole_prop
 from ..common._runtime import advisor_code, runtime_function
-from ..common._scheduled_function import _configure_failed_runs, _dead_letter_queue, dead_letters
+from ..common._scheduled_function import (
+    _configure_failed_runs,
+    _dead_letter_queue,
+    acknowledge_control_plane_function,
+    dead_letters,
+)
 
 __all__ = ["FleetAdvisor"]
 
@@ -354,16 +359,9 @@ class FleetAdvisor(Construct):
             code=advisor_code(),
             own=[dead_letters(self.dead_letter_queue)],
         )
-        reasons = {
-            "Serverless-LambdaTracing": "Each run logs JSON lines and EMF metrics; tracing "
-            "would add cost and an X-Ray wildcard permission.",
-            **{
-                f"{pack}-LambdaInsideVPC": "Calls only AWS APIs (DynamoDB, Application Auto "
-                "Scaling, CloudWatch, SQS, S3); it reaches nothing in a VPC."
-                for pack in PACKS_VPC
-            },
-        }
-        acknowledge_all(function, reasons)
+        acknowledge_control_plane_function(
+            function, "DynamoDB, Application Auto Scaling, CloudWatch, SQS, S3"
+        )
         # a scheduled run that fails goes to the dead-letter queue, never retried once stale
         _configure_failed_runs(self, function, self.dead_letter_queue, Duration.hours(1))
         unreserved = (

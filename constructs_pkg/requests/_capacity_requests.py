@@ -59,7 +59,7 @@ from ddb_capacity_runtime.requests.client import BROKER_MAX_WAIT
 from ..common import _wiring as wiring
 from ..common._alarm_sink import chosen_alarm_topic
 from ..common._alarms import AlarmOptions, AlarmSet, checked_alarm_options, emf_metric
-from ..common._compliance import acknowledge, acknowledge_all, acknowledge_function, skip_checkov
+from ..common._compliance import acknowledge, acknowledge_function, skip_checkov
 from ..common._deploy_limits import check_function
 from ..common._function_options import FunctionDefaults, FunctionOptions, function_configs
 from ..common._iam_statements import (
@@ -75,7 +75,7 @@ from ..common._iam_statements import (
 from ..common._lazy import lazy_json
 from ..common._props import Checked, MetricProps
 from ..common._runtime import runtime_function, state_store_table
-from ..common._scheduled_function import _configure_failed_runs
+from ..common._scheduled_function import _configure_failed_runs, acknowledge_unkept_runs
 from ..fast_path._fast_path import (
     SIGNALS_MAX_EVENT_AGE,
     SIGNALS_MEMORY_MB,
@@ -532,11 +532,7 @@ class CapacityRequests(Construct):
             ],
         )
         _configure_failed_runs(self, self.broker, None, restore_every)
-        acknowledge_all(
-            self.node.find_child("AsyncInvokeConfig"),
-            {"Serverless-LambdaAsyncFailureDestination": UNKEPT_RESTORES},
-        )
-        acknowledge_all(rule, {"Serverless-EventBusDLQ": UNKEPT_RESTORES})
+        acknowledge_unkept_runs(self, rule, UNKEPT_RESTORES)
         restorer_alarms(self._served, self.broker, rule, restore_every)
         return rule
 

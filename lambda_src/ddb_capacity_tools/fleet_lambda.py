@@ -481,9 +481,8 @@ def advisor_handler(event: Mapping[str, Any], context: Any = None) -> Any:
     step = event.get("step") if isinstance(event, Mapping) else None
     handler = STEPS.get(step) if isinstance(step, str) else None
     if handler is None:
+        got = shown(repr(step), 60)
         _metrics({"Failures": 1})
-        log_event("invalid_event", level=logging.ERROR, step=shown(repr(step), 60))
-        raise ValueError(
-            f"step: got {shown(repr(step), 60)}; expected 'list' or 'report' (or an SQS event)"
-        )
+        log_event("invalid_event", level=logging.ERROR, step=got)
+        raise ValueError(f"step: got {got}; expected 'list' or 'report' (or an SQS event)")
     return handler(event, context)
