@@ -83,6 +83,7 @@ STREAM_COUNTS = (
     "StreamTtlDeletions",
     "StreamRecordsLate",
     "StreamUnitsReplayed",
+    "StreamUnitsUnguarded",
 )
 """Every EMF count the reader sends: those it alarms on, and those it does not."""
 STREAM_ALARM_IDS = ("StreamReaderErrors", *STREAM_COUNT_ALARMS, "StreamLag")

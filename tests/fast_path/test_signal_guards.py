@@ -694,3 +694,20 @@ def test_the_window_before_counts_early_in_a_window(world: World) -> None:
     # THEN the rate is the last window's 15 units/s, not 2 units over one second: raised
     (row,) = answer["dimensions"]
     assert (row["status"], row["rate"]) == ("applied", 15.0)
+
+
+def test_a_batch_added_to_a_window_whose_ids_are_full_is_counted_unguarded(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a window whose counter keeps as many batch ids as it may
+    name = streamed_table(world, "Crowded", write=100_000)
+    put_items(world, name, 2, user=False)
+    arn, records = stream_records(world, name)
+    start, at = settled(time.time())
+    for n in range(stream_counts.MAX_BATCH_IDS):
+        stream_counts.add(world.store_ddb, world.store.name, name, "table:write", start, 0, str(n))
+    # WHEN the reader takes a batch of that window
+    read(world, lambda_event(arn, records, at), served(name))
+    # THEN its units are added, and counted as added without their batch's id
+    assert window_sum(world, name, "table:write", start) == 4
+    assert counted(capsys.readouterr().out, "StreamUnitsUnguarded") == 4

@@ -6,6 +6,7 @@ whose conditional writes are atomic as DynamoDB's are."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import threading
 import time
 import uuid
@@ -449,3 +450,32 @@ def test_shards_adding_at_once_lose_nothing(world: World) -> None:
     # THEN the slot counts the new window, and every shard's unit is in it
     assert errors == []
     assert window_sum(world, table, "table:write", now) == 8
+
+
+def test_a_window_of_many_batches_keeps_its_counter_small(world: World) -> None:
+    # GIVEN a window that has counted as many batches as its counter keeps the ids of
+    ddb, store = world.store_ddb, world.store.name
+    table = world.name("Busy")
+    now = int(time.time()) // WINDOW_SECONDS * WINDOW_SECONDS
+    cap = stream_counts.MAX_BATCH_IDS
+    for n in range(cap):
+        assert stream_counts.add(ddb, store, table, "table:write", now, 1, f"{n:032x}") == Added(
+            n + 1
+        )
+    # WHEN more batches come in the same window (a stream of hundreds of shards)
+    extra = [
+        stream_counts.add(ddb, store, table, "table:write", now, 2, f"x{n:031x}") for n in range(5)
+    ]
+    # THEN each is added without its id, and said so: no batch's units are lost
+    assert extra == [Added(cap + 2 * (n + 1), unguarded=True) for n in range(5)]
+    # AND the counter keeps no more ids than its cap: the item stays far below 400 KB
+    key = stream_counts.counter_key(table, "table:write", now)
+    item = ddb.get_item(TableName=store, Key=key, ConsistentRead=True)["Item"]
+    assert len(item["b"]["SS"]) == cap
+    assert len(json.dumps(item)) < 10_000
+    # AND a batch counted before the ids were full is still known on its replay
+    replay = stream_counts.add(ddb, store, table, "table:write", now, 1, f"{0:032x}")
+    assert replay is not None and replay.replayed
+    # AND the next window starts its ids afresh
+    later = now + stream_counts.SLOTS * WINDOW_SECONDS
+    assert stream_counts.add(ddb, store, table, "table:write", later, 3, "y" * 32) == Added(3)

@@ -17,7 +17,11 @@ Each counter also keeps the ids of the batches it counted (``b``, a string set; 
 id: its records' event ids, hashed, per window, a record without a usable event id known by
 its content: ``fast_path.stream_reader.batch_id``): a batch Lambda delivers again (after a
 timeout or a crash: event source mappings deliver at least once) finds its id there and adds
-nothing, in the same conditional write (`add`'s ``batch``).
+nothing, in the same conditional write (`add`'s ``batch``). A counter keeps at most
+`MAX_BATCH_IDS` ids, so an item stays small (an add costs a few write units) and far below
+DynamoDB's 400 KB item limit whatever the stream's shard count; a batch that finds its
+window's ids full is added without its id (`Added.unguarded`), and a replay of it would be
+added again.
 
 The items are untrusted input: a sum that is not a number within bounds reads as unknown,
 and the caller then goes by its own records alone, and counts it as a failure.
@@ -28,7 +32,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +50,9 @@ SLOTS = 7
 """Windows kept per dimension: 70 seconds of them, so that a record as old as the event source
 keeps one (its maximum record age, a minute) still finds its window, whichever second of a
 window the newest record is in."""
+MAX_BATCH_IDS = 250
+"""The most batch ids (32 characters each) a counter keeps: about 8.5 KB, so an add to the
+fullest counter costs at most 9 write units."""
 MAX_WINDOW_UNITS = MAX_UNITS_PER_SECOND * WINDOW_SECONDS
 """The most units a window's sum may hold: no dimension serves more per second."""
 
@@ -62,11 +69,14 @@ class Added:
     """What `add` answers: the window's sum over every shard so far, or, when the counter
     was not sound (its sum read back out of bounds, or its slot held a window that cannot
     be), ``units`` alone and ``unsound``, what was wrong; ``replayed``: the window has
-    counted the batch already, and nothing was added."""
+    counted the batch already, and nothing was added; ``unguarded``: the batch was added
+    without its id, its window's ids being full (`MAX_BATCH_IDS`), so a replay of it would
+    be added again."""
 
     total: float
     unsound: str | None = None
     replayed: bool = False
+    unguarded: bool = False
 
 
 REPLAYED = Added(0.0, replayed=True)
@@ -90,8 +100,10 @@ def add(
     when the window is older than its slot's: too late. ``now``: the reader's clock (POSIX
     seconds; default the machine's), past which no sound window starts."""
     key = counter_key(table, sort_key, start)
-    ids = {":b": {"SS": [batch]}, ":id": {"S": batch}} if batch is not None else {}
+    cap = {":id": {"S": batch or ""}, ":cap": {"N": str(MAX_BATCH_IDS)}}
+    ids = {":b": {"SS": [batch]}, **cap} if batch is not None else {}
     once = " AND NOT contains(#b, :id)" if batch is not None else ""
+    room = " AND (attribute_not_exists(#b) OR size(#b) < :cap)" if batch is not None else ""
     take = partial(_take, dynamodb, store, key, start, units, batch)
     for attempt in range(3):
         added = _update(
@@ -99,7 +111,7 @@ def add(
             store,
             key,
             "ADD #u :u" + (", #b :b" if batch is not None else ""),
-            "#w = :w" + once,
+            "#w = :w" + once + room,
             {":u": {"N": str(units)}, **ids},
             start,
         )
@@ -108,8 +120,17 @@ def add(
         taken = take("attribute_not_exists(#w) OR #w < :w")
         if taken is not None:
             return Added(float(units))
-        if batch is not None and _counted(dynamodb, store, key, start, batch):
+        held = None if batch is None else _held(dynamodb, store, key, start, batch)
+        if held == "counted":
             return REPLAYED
+        if held == "full":
+            # added without its id, while the ids are still full and hold none of this batch
+            full = "#w = :w" + once + " AND size(#b) >= :cap"
+            unguarded = _update(
+                dynamodb, store, key, "ADD #u :u", full, {":u": {"N": str(units)}, **cap}, start
+            )
+            if unguarded is not None:
+                return replace(_sum(unguarded, units), unguarded=True)
         # another shard took the slot over meanwhile (try the ADD again), it counts a
         # later window (this one is too late), or a window that cannot be (taken over;
         # losing that take to another shard, the ADD is tried again)
@@ -145,15 +166,20 @@ def _take_unsound(
     return Added(units, unsound=f"its slot counted a window that cannot be ({shown(held)})")
 
 
-def _counted(
+def _held(
     dynamodb: DynamoDBClient, store: str, key: Mapping[str, Any], start: int, batch: str
-) -> bool:
-    """Whether the counter at ``key`` counts the window ``start`` and has counted
-    ``batch`` (read consistently)."""
+) -> str | None:
+    """What the counter at ``key`` (read consistently) holds of ``batch`` when it counts the
+    window ``start``: ``"counted"`` (its id is there), ``"full"`` (it is not, and the ids
+    are `MAX_BATCH_IDS` or more); None otherwise."""
     item = dynamodb.get_item(TableName=store, Key=dict(key), ConsistentRead=True).get("Item", {})
     window = _number(item.get("w"))
     ids = item.get("b", {}).get("SS") if isinstance(item.get("b"), Mapping) else None
-    return window == start and isinstance(ids, list) and batch in ids
+    if window != start or not isinstance(ids, list):
+        return None
+    if batch in ids:
+        return "counted"
+    return "full" if len(ids) >= MAX_BATCH_IDS else None
 
 
 def _take(

@@ -365,11 +365,12 @@ def _add(
     store: HoldStore, table: str, sort_key: str, index: str | None, windows: list[_Window]
 ) -> dict[int, float]:
     """Each window's units added to its counter: the sums read back, by window start;
-    windows too late to count are counted (``StreamRecordsLate``) and left out. A counter
+    windows too late to count are counted (``StreamRecordsLate``) and left out, and those
+    added without their batch's id (``StreamUnitsUnguarded``: the window's ids were full). A counter
     that is not sound is taken as the window's own units, and counted as a failure of the
     dimension (``StreamFailed``, alarmed): the other shards' are lost."""
     sums: dict[int, float] = {}
-    late = replayed = 0
+    late = replayed = unguarded = 0
     for w in windows:
         units = int(round(w.units[index]))
         added = stream_counts.add(
@@ -381,6 +382,7 @@ def _add(
             replayed += units
         else:
             sums[w.start] = added.total
+            unguarded += units if added.unguarded else 0
             if added.unsound is not None:
                 count("StreamFailed")
                 log_event(
@@ -396,6 +398,8 @@ def _add(
         count("StreamRecordsLate", late)
     if replayed:
         count("StreamUnitsReplayed", replayed)
+    if unguarded:
+        count("StreamUnitsUnguarded", unguarded)
     return sums
 
 
