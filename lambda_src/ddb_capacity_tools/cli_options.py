@@ -20,6 +20,7 @@ from . import flags_command, reserve_command
 from .simulator import candidates as candidate_names
 from .simulator import tune_options, tune_scored
 from .simulator.backtest import MAX_DAYS
+from .simulator.billing import BILLING_HELP
 from .simulator.ensemble import ENSEMBLES
 from .simulator.params import BOUNDS, FRACTIONAL, HUNDREDS, OFF, OPTIONAL, ModelParams, bound_text
 from .simulator.policies import DEFAULT_TICK_MINUTES, SPEC_HELP
@@ -87,6 +88,15 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("model (docs: Simulator, 'The model')")
     meanings = model_meanings()
     for f in fields(ModelParams):
+        if f.name == "billing":  # the one field that is a word (checked by validate)
+            group.add_argument(
+                "--billing",
+                dest="billing",
+                default=f.default,
+                metavar="hourly-max|per-minute",
+                help=BILLING_HELP,
+            )
+            continue
         number = float if f.name in FRACTIONAL else whole
         group.add_argument(
             "--" + f.name.replace("_", "-"),

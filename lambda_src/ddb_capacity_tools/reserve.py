@@ -249,8 +249,8 @@ def _run(name: str, trace: Trace, split: int, setup: Setup) -> Run:
     end, prices = trace.minutes, setup.prices
     return Run(
         name,
-        hourly(ran, trace, 0, split, prices),
-        hourly(ran, trace, split, end, prices) if scored else None,
+        hourly(ran, trace, 0, split, prices, params.billing),
+        hourly(ran, trace, split, end, prices, params.billing) if scored else None,
         sum(r.throttled_requests for r in ran) if scored else 0.0,
     )
 

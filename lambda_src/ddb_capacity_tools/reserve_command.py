@@ -29,6 +29,7 @@ from . import advise as advise_module
 from . import json_files, page, reserve
 from .page.reserve_page import reserve_page
 from .simulator.backtest import MAX_DAYS, check_days, describe, history, history_end
+from .simulator.billing import BILLING_HELP, DEFAULT_BASIS
 from .simulator.candidates import CANDIDATE_HELP, CANDIDATES, spec_of
 from .simulator.params import ModelParams
 from .simulator.policies import PolicyError, parse
@@ -139,6 +140,12 @@ def _plan_options(rs: argparse.ArgumentParser) -> None:
         help="override a price: " + ", ".join(f.name for f in fields(Prices)),
     )
     rs.add_argument(
+        "--billing",
+        default=DEFAULT_BASIS,
+        metavar="hourly-max|per-minute",
+        help=BILLING_HELP,
+    )
+    rs.add_argument(
         "--processes",
         type=whole,
         metavar="N",
@@ -148,7 +155,7 @@ def _plan_options(rs: argparse.ArgumentParser) -> None:
 
 def _setup(args: argparse.Namespace) -> reserve.Setup:
     """The options that need no trace, checked."""
-    params = ModelParams()
+    params = ModelParams(billing=args.billing).validate(flags=True)
     if args.term not in (*TERMS, "both"):
         raise reserve.ReserveError(
             f"--term: got {args.term!r}; expected 1y, 3y or both (the terms AWS offers)"

@@ -1,6 +1,7 @@
 """Runs in: workstation (`ddb-capacity reserve`, `advise`).
 
-A fleet's provisioned hours as AWS bills them (`Hours`, `hourly`), and the pure rules that
+A fleet's provisioned hours as AWS bills them (`Hours`, `hourly`, by the billing basis of
+`simulator.billing`), and the pure rules that
 size reserved capacity on them: the bill at a reserved level (`bill`), the level that
 minimises it (`size`), the level no fall in traffic would make a loss (`no_regret`), and the
 anchors shown beside it (`anchors`).
@@ -13,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 
+from .simulator import billing
+from .simulator.billing import DEFAULT_BASIS, BillingBasis
 from .simulator.prices import BLOCK_UNITS, Prices
 from .simulator.run import DimensionResult
 from .simulator.trace import Trace
@@ -44,12 +47,12 @@ class Hours:
     hour's weight (the share of the hour the part holds), and the dollars billed outside
     provisioned capacity (on-demand minutes), over one part of the history."""
 
-    read: list[int]
-    write: list[int]
+    read: list[float]
+    write: list[float]
     weights: list[float]
     other_usd: float = 0.0
 
-    def units(self, dimension: str) -> list[int]:
+    def units(self, dimension: str) -> list[float]:
         return self.read if dimension == "read" else self.write
 
     @property
@@ -63,7 +66,7 @@ class Hours:
         capacity covers neither): the reservable units of ``dimension`` none."""
         units = self.units(dimension)
         billed = sum(u * w for u, w in zip(units, self.weights, strict=True))
-        zero = [0] * len(units)
+        zero = [0.0] * len(units)
         read, write = (zero, self.write) if dimension == "read" else (self.read, zero)
         return Hours(read, write, self.weights, self.other_usd + billed * unit_hour)
 
@@ -82,37 +85,31 @@ class Hours:
         )
 
 
-def _hour_of(trace: Trace, minute: int) -> int:
-    """The clock hour ``minute`` falls in, counted from the trace's first clock hour."""
-    return (trace.start.minute + minute) // 60
-
-
 def hourly(
-    results: Sequence[DimensionResult], trace: Trace, start: int, end: int, prices: Prices
+    results: Sequence[DimensionResult],
+    trace: Trace,
+    start: int,
+    end: int,
+    prices: Prices,
+    basis: BillingBasis = DEFAULT_BASIS,
 ) -> Hours:
     """What AWS bills for minutes ``start`` to ``end`` of one table's run (``results``: its
-    table and GSIs): per dimension and clock hour, each key's highest provisioned level in
-    the hour, summed over the keys; a minute provisioned at 0 is billed as on-demand."""
-    first, last = _hour_of(trace, start), _hour_of(trace, end - 1)
-    weights = [0.0] * (last - first + 1)
-    for m in range(start, end):
-        weights[_hour_of(trace, m) - first] += 1 / 60
-    sums = {d: [0] * len(weights) for d in DIMENSIONS}
+    table and GSIs): per dimension and clock hour, each key's units as ``basis`` bills
+    them (`billing.billed_hours`: hourly-max, its highest provisioned level in the hour),
+    summed over the keys; a minute provisioned at 0 is billed as on-demand."""
+    first = (trace.start.minute + start) % 60
+    weights: list[float] = billing.billed_hours([0] * (end - start), first, basis)[1]
+    sums = {d: [0.0] * len(weights) for d in DIMENSIONS}
     other = 0.0
     for r in results:
-        peaks = [0] * len(weights)
-        provisioned, served = r.recorded.provisioned, r.recorded.served
-        od = 0.0
-        for m in range(start, end):
-            level = provisioned[m]
-            h = _hour_of(trace, m) - first
-            if level > peaks[h]:
-                peaks[h] = level
-            elif level <= 0:
-                od += served[m]
+        provisioned = r.recorded.provisioned[start:end]
+        units = billing.billed_hours(provisioned, first, basis)[0]
+        od = sum(
+            s for p, s in zip(provisioned, r.recorded.served[start:end], strict=True) if p <= 0
+        )
         other += prices.on_demand(r.key[1], od)
         column = sums[r.key[1]]
-        for h, level in enumerate(peaks):
+        for h, level in enumerate(units):
             column[h] += level
     return Hours(sums["read"], sums["write"], weights, other)
 
@@ -247,7 +244,7 @@ def anchors(current: Hours, term: str, prices: Prices) -> dict[str, dict[str, in
     return {"nops_95": nops, "past_optimal": past}
 
 
-def _met_in(units: Sequence[int], weights: Sequence[float], share: float) -> int:
+def _met_in(units: Sequence[float], weights: Sequence[float], share: float) -> int:
     """The highest level the units reach or pass in at least ``share`` of the (weighted)
     hours."""
     if not units:

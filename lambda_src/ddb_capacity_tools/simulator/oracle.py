@@ -32,6 +32,7 @@ from datetime import datetime, timedelta
 from ddb_capacity_runtime.core.decreases import FREE_DECREASES, HOUR, MAX_DECREASES_PER_DAY
 from ddb_capacity_runtime.core.policy import capacity_units
 
+from . import billing
 from .model import SimulatedTable
 from .params import ModelParams
 from .prices import Prices
@@ -41,7 +42,10 @@ BLOCK_MINUTES = (15, 5)
 """Block lengths the oracle plans with, each with the longest segment it considers between two
 decreases (in blocks: 24 hours of 15 minutes; 4 hours of 5 minutes, which found the same plans as 8
 hours on every shared trace at half the time). It keeps the cheaper plan of each table or GSI."""
-LOOKBACK_BLOCKS = {15: 96, 5: 48}
+LOOKBACK_BLOCKS = {15: 96, 5: 48, 60: 48}
+HOUR_BLOCK = 60
+"""Billed by each clock hour's highest level, the oracle also plans in hours (a level that
+falls within an hour saves nothing then); 48 hours between two decreases at most."""
 CAME = 32
 """The dynamic program notes a step's origin as boundary x CAME + count (counts are below)."""
 
@@ -221,9 +225,13 @@ def plan(
     score_from: int = 0,
 ) -> dict[Key, list[int]]:
     """Capacity per trace minute for every dimension: for each table or GSI, the cheaper of
-    the plans made with each block length in ``block_minutes``, by their cost from minute
-    ``score_from`` on."""
+    the plans made with each block length in ``block_minutes`` (and, billed by each clock
+    hour's highest level, of hours too), by their cost from minute ``score_from`` on as the
+    model's billing basis bills it."""
     lengths = [block_minutes] if isinstance(block_minutes, int) else list(block_minutes)
+    if params.billing == billing.HOURLY_MAX and HOUR_BLOCK not in lengths:
+        lengths.append(HOUR_BLOCK)
+    first = (trace.start.minute + score_from) % 60
     out: dict[Key, list[int]] = {}
     for index in dict.fromkeys(k[0] for k in trace.demand):
         keys = [k for k in trace.demand if k[0] == index]
@@ -243,7 +251,8 @@ def plan(
         best = min(
             candidates,
             key=lambda p: sum(
-                w * sum(p[k][score_from:]) for w, k in zip(weights, keys, strict=True)
+                w * billing.unit_hours(p[k][score_from:], first, params.billing)
+                for w, k in zip(weights, keys, strict=True)
             ),
         )
         out.update(best)

@@ -15,6 +15,7 @@ from ddb_capacity_runtime.core.settings import RESERVED_SETTINGS, SETTINGS_BY_KE
 from ddb_capacity_runtime.core.validators import is_number
 
 from ..tool_errors import ModelError as ModelError
+from .billing import DEFAULT_BASIS, BillingBasis, check_basis
 from .trace import Trace
 
 FRACTIONAL = frozenset(
@@ -154,6 +155,10 @@ class ModelParams:
         what is above is charged at the list price (`run`). The reservation's own fee is
         sunk and not counted. A ``+reserved`` policy never lowers the total below it.
         Default 0: no reservation.
+    :param billing: how provisioned capacity is billed, hourly-max or per-minute (`billing`).
+        hourly-max (the default): each clock hour at its highest provisioned level, which
+        never under-charges provisioned capacity against on-demand; per-minute: each
+        minute at its level, a sixtieth of the hour's price.
     """
 
     burst_seconds: int = 300
@@ -184,6 +189,7 @@ class ModelParams:
     stream_seconds: int | None = None
     reserved_read_units: int = 0
     reserved_write_units: int = 0
+    billing: BillingBasis = DEFAULT_BASIS
 
     def validate(self, flags: bool = False) -> ModelParams:
         """Raise [`ModelError`][ddb_capacity_tools.simulator.ModelError] for the first field out of
@@ -194,6 +200,9 @@ class ModelParams:
 
         for f in fields(self):
             value = getattr(self, f.name)
+            if f.name == "billing":
+                check_basis(value, name(f.name))
+                continue
             if (value is None and f.name in OPTIONAL) or f.name in HUNDREDS:
                 continue
             lo, hi = BOUNDS[f.name]

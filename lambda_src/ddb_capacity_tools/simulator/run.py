@@ -15,7 +15,7 @@ from typing import Any, ClassVar, TextIO
 from ddb_capacity_runtime.core.names import DIMENSIONS
 from ddb_capacity_runtime.core.validators import is_whole
 
-from . import hybrid, schedules
+from . import billing, hybrid, schedules
 from .bound import Bound, bound
 from .model import Recorded, SimulatedTable
 from .on_demand import OnDemandRefusals, on_demand_refusals
@@ -206,9 +206,10 @@ def run_policy(
         return _hybrid(spec, trace, params, prices, tick, start)
     if spec.kind == "bound":
         found = [
-            _bound(spec, b, trace, prices, start) for b in bound(trace, params, start).values()
+            _bound(spec, b, trace, params, prices, start)
+            for b in bound(trace, params, start).values()
         ]
-        return charge_reserved(found, params, prices)
+        return charge_reserved(found, params, prices, trace)
     policy = build(spec, trace, params, prices, schedule, tick, start)
     show = _progress(progress, spec.text, trace.minutes)
     if isinstance(policy, OnDemand):
@@ -231,20 +232,19 @@ def run_policy(
         if progress is not None:
             show(t)
     return charge_reserved(
-        [_result(spec, key, sim, prices, start) for key in sim.keys], params, prices
+        [_result(spec, key, sim, prices, start) for key in sim.keys], params, prices, trace
     )
 
 
 def charge_reserved(
-    results: list[DimensionResult], params: ModelParams, prices: Prices
+    results: list[DimensionResult], params: ModelParams, prices: Prices, trace: Trace
 ) -> list[DimensionResult]:
-    """``results`` (provisioned, one per dimension of one run) costed under the model's
-    reservation: each minute, the part of a dimension's provisioned total (table and
-    GSIs) at or below its reserved units is free (the reservation's fee is sunk), and what
-    is above it is charged at the list price. The charged part of a minute is shared among
-    the dimension's keys in proportion to what each had provisioned that minute, so the
-    keys' costs add up to the dimension's. Unit-hours stay the provisioned ones. Without a
-    reservation, ``results`` as they are."""
+    """``results`` (provisioned, one per dimension of one run over ``trace``) costed under
+    the model's reservation: the part of a dimension's provisioned total (table and GSIs)
+    at or below its reserved units is free (the reservation's fee is sunk), and what is
+    above it is charged at the list price, each minute or clock hour by the model's
+    billing basis (`billing.charged_above`). Unit-hours stay the provisioned ones. Without
+    a reservation, ``results`` as they are."""
     reservation = params.reservation
     if not reservation:
         return results
@@ -254,11 +254,10 @@ def charge_reserved(
         if not units or not mine:
             continue
         lists = [r.recorded.provisioned[r.score_from :] for r in mine]
-        totals = [sum(minute) for minute in zip(*lists, strict=True)]
-        shares = [1 - units / total if total > units else 0.0 for total in totals]
-        for r, provisioned in zip(mine, lists, strict=True):
-            charged = sum(map(operator.mul, provisioned, shares))
-            r.cost_usd = prices.provisioned(dimension, charged)
+        first = first_minute(trace, mine[0].score_from)
+        charged = billing.charged_above(lists, units, first, params.billing)
+        for r, unit_hours in zip(mine, charged, strict=True):
+            r.cost_usd = unit_hours * prices.unit_hour(dimension)
     return results
 
 
@@ -288,6 +287,11 @@ def _scored(spec: Spec, key: Key, r: Recorded, start: int, **rest: Any) -> Dimen
     return result
 
 
+def first_minute(trace: Trace, start: int) -> int:
+    """The minute of its clock hour that trace minute ``start`` is at."""
+    return (trace.start.minute + start) % 60
+
+
 def _result(
     spec: Spec, key: Key, sim: SimulatedTable, prices: Prices, start: int = 0
 ) -> DimensionResult:
@@ -300,18 +304,38 @@ def _result(
         decreases=sim.dims[key].decreases,
         rejected_decreases=sim.rejected_decreases[key],
     )
-    result.cost_usd = prices.provisioned(key[1], result.provisioned_unit_hours * 60)
+    r, basis = sim.recorded[key], sim.params.billing
+    result.cost_usd = billing.charge(
+        key[1],
+        r.provisioned[start:],
+        r.served[start:],
+        prices,
+        first_minute(sim.trace, start),
+        basis,
+    )
     return result
 
 
-def _bound(spec: Spec, b: Bound, trace: Trace, prices: Prices, start: int = 0) -> DimensionResult:
+def _bound(
+    spec: Spec, b: Bound, trace: Trace, params: ModelParams, prices: Prices, start: int = 0
+) -> DimensionResult:
     demand = trace.demand[b.key]
     zeros = [0.0] * len(demand)
     recorded = Recorded(list(demand), list(demand), zeros, list(b.floor), list(zeros))
+    # every zero-throttle plan is billed at least the bound's unit-minutes, and (by the
+    # hour's highest level) each hour's highest floor
+    floor = billing.unit_hours(b.floor[start:], first_minute(trace, start), params.billing)
+    unit_hours = max(b.unit_minutes / 60, floor)
     result = _scored(
-        spec, b.key, recorded, start, cost_usd=b.cost(prices), decreases=0, rejected_decreases=0
+        spec,
+        b.key,
+        recorded,
+        start,
+        cost_usd=unit_hours * prices.unit_hour(b.key[1]),
+        decreases=0,
+        rejected_decreases=0,
     )
-    result.provisioned_unit_hours = b.unit_minutes / 60
+    result.provisioned_unit_hours = unit_hours
     return result
 
 
@@ -367,7 +391,7 @@ def _hybrid(
     parts counted from ``start``, as ``tune.place`` runs them."""
     base = run_policy(hybrid_base(spec), trace, params, prices, None, tick, score_from=start)
     od = run_policy(Spec("on-demand", "on-demand"), trace, params, prices, score_from=start)
-    return compose_hybrid(spec, base, od, trace, prices, start)
+    return compose_hybrid(spec, base, od, trace, prices, start, basis=params.billing)
 
 
 def compose_hybrid(
@@ -378,11 +402,13 @@ def compose_hybrid(
     prices: Prices,
     start: int = 0,
     hindsight: bool = False,
+    basis: billing.BillingBasis = billing.DEFAULT_BASIS,
 ) -> list[DimensionResult]:
     """The hybrid's results from its base's (`hybrid_base`) and on-demand's over the
     same trace, both run with ``score_from=start``: counted from minute ``start``
-    (``hindsight``: `hybrid.plan`'s). Decreases are the base's, those in on-demand
-    windows included (a simplification: an on-demand table takes no capacity update)."""
+    (``hindsight``: `hybrid.plan`'s), billed by ``basis``. Decreases are the base's, those
+    in on-demand windows included (a simplification: an on-demand table takes no capacity
+    update)."""
     offset = trace.start.hour * 60 + trace.start.minute
     composed = hybrid.compose(
         {r.key: r.recorded for r in base},
@@ -393,13 +419,21 @@ def compose_hybrid(
         hindsight=hindsight,
     )
     decreases = {r.key: (r.decreases, r.rejected_decreases) for r in base}
+    first = first_minute(trace, start)
     return [
         _scored(
             spec,
             key,
             c.recorded,
             start,
-            cost_usd=c.cost_usd,
+            cost_usd=billing.charge(
+                key[1],
+                c.recorded.provisioned[start:],
+                c.recorded.served[start:],
+                prices,
+                first,
+                basis,
+            ),
             decreases=decreases[key][0],
             rejected_decreases=decreases[key][1],
         )

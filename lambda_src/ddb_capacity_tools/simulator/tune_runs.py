@@ -16,6 +16,7 @@ from dataclasses import replace
 
 from ddb_capacity_runtime.core.policy import capacity_units
 
+from .billing import BillingBasis
 from .candidates import (
     MONTH_MINUTES,
     ON_DEMAND,
@@ -127,7 +128,7 @@ def _runs(
         results = simulate(
             trace, ran, p, prices, None, tick, None, processes, score_from=score_from, ran=count
         )
-        results += _hybrids(hybrids, results, trace, prices, score_from or 0)
+        results += _hybrids(hybrids, results, trace, prices, score_from or 0, p.billing)
         if streams:
             results += _with_stream(streams, trace, p, prices, tick, workers, score_from, count)
         for name in warmed:
@@ -190,13 +191,15 @@ def _hybrids(
     trace: Trace,
     prices: Prices,
     score_from: int,
+    basis: BillingBasis,
 ) -> list[DimensionResult]:
-    """Each hybrid of ``hybrids`` composed from its base's and on-demand's ``results``."""
+    """Each hybrid of ``hybrids`` composed from its base's and on-demand's ``results``,
+    billed by ``basis``."""
     out: list[DimensionResult] = []
     od = [r for r in results if r.policy == ON_DEMAND]
     for h in hybrids:
         base = [r for r in results if r.policy == hybrid_base(h).text]
-        out += compose_hybrid(h, base, od, trace, prices, score_from)
+        out += compose_hybrid(h, base, od, trace, prices, score_from, basis=basis)
     return out
 
 
