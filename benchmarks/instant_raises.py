@@ -90,7 +90,7 @@ def measure(
 ) -> dict[str, tuple[float, float]]:
     """Per policy (stock, and each library configuration as ``POLICY [SIGNALS]``): the sum
     over dimensions of the ensemble medians of units refused and cost."""
-    base = replace(ModelParams(), **(prewarm or {}))
+    base = replace(ModelParams(), **dict[str, Any](prewarm or {}))
     stock = run_ensemble(
         trace,
         [parse(p) for p in RIVALS],

@@ -146,7 +146,7 @@ def compare(trace: Trace, policies: Sequence[str], processes: int) -> list[Row]:
         )
         for p in policies:
             u = [replace(r) for r in unaware if r.policy == p]
-            u = charge_reserved(u, params, Prices())
+            u = charge_reserved(u, params, Prices(), trace)
             a = [r for r in aware if r.policy == p + "+reserved"]
             refused = (sum(r.throttled_requests for r in u), sum(r.throttled_requests for r in a))
             cost = (sum(r.cost_usd for r in u), sum(r.cost_usd for r in a))

@@ -40,6 +40,7 @@ import argparse
 import time
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 from benchmarks.fast_path import medians
 from ddb_capacity_runtime.core.surge import Combined
@@ -84,7 +85,7 @@ def run(
     workers: int,
     score_from: int | None = None,
 ) -> dict[str, tuple[float, float]]:
-    settings = settings_of("plausible", replace(ModelParams(), **model), trace)
+    settings = settings_of("plausible", replace(ModelParams(), **dict[str, Any](model)), trace)
     settings = settings[:2] if quick else settings
     specs = [parse(p) for p in policies]
     return medians(

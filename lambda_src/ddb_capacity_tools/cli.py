@@ -72,8 +72,17 @@ from ddb_capacity_runtime.core.validators import is_region
 from . import advise as advise_module
 from . import flags_command, fleet, local, page, request_command, reserve, reserve_command
 from .cli_options import MAX_PROCESSES, NOT_TUNE, TUNE_DAYS, build_parser
+from .simulator import (
+    billing,
+    chart,
+    ensemble,
+    report,
+    schedules,
+    tune_options,
+    tune_scored,
+    tune_words,
+)
 from .simulator import candidates as candidate_names
-from .simulator import chart, ensemble, report, schedules, tune_options, tune_scored, tune_words
 from .simulator import tune as tune_module
 from .simulator.backtest import MAX_DAYS, check_days, history, history_end
 from .simulator.chart import ChartError
@@ -338,13 +347,15 @@ def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             whole, tuning, settings, score_from, prices, args.tick, args.workers, progress
         )
     if args.html:
-        body = page.tune_page(tuning, trace, name, len(settings), held)
+        body = page.tune_page(tuning, trace, name, len(settings), held, params.billing)
         err.write(f"page written to {printable(page.write(args.html, body))}\n")
     if args.json:
         scored = None if held is None else held.as_json()
-        out.write(json.dumps({"ensemble": name, **tuning.as_json(), "scored": scored}) + "\n")
+        doc = {"ensemble": name, **tuning.as_json(), "scored": scored}
+        out.write(json.dumps({**doc, "billing_basis": params.billing}) + "\n")
     else:
         out.write(tune_words.table(tuning, trace, name, len(settings)) + "\n")
+        out.write(billing.basis_line(params.billing) + "\n")
         if held is not None:
             out.write("\n" + tune_scored.text(held, tuning) + "\n")
     return 0
@@ -412,7 +423,7 @@ def _advise(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     )
     progress = progress_of(args.progress, args.quiet, err)
     results = advise_module.advise(clients, tables, setup, progress, processes)
-    about = {"ensemble": name, "days": days, "end": _iso(end)}
+    about = {"ensemble": name, "days": days, "end": _iso(end), "billing_basis": params.billing}
     reservation = _reservation(results, prices) if args.all_tables else None
     _advise_output(args, out, results, about, reservation, len(settings_of(name, params)))
     if args.html or report is not None:
@@ -452,7 +463,8 @@ def _advise_output(
         f"({counted(settings, 'setting')}); each table's "
         f"options fitted on the earlier half of its history and chosen on the later half; "
         f"dollars and refused units per month ({advise_module.MONTH_HOURS} h) from the "
-        f"later half, median (min-max over the ensemble), read + write"
+        f"later half, median (min-max over the ensemble), read + write; "
+        f"{billing.basis_line(about['billing_basis'])}"
     )
     out.write(advise_module.text(results, heading) + "\n")
     if reservation is not None:
@@ -635,6 +647,7 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 f"refusals and cost count from then on\n\n"
             )
         out.write(report.table(results, trace) + "\n")
+        out.write(billing.basis_line(params.billing) + "\n")
         if settings:
             out.write("\n" + ensemble.table(spread, args.ensemble, len(settings)) + "\n")
     about = (run_note(results, trace, params), run_title(args.command, params))
@@ -646,6 +659,9 @@ def run_note(results: Sequence[Any], trace: Trace, params: Any) -> str:
     """What a run did, for its page's header: its policies, and the signals they saw."""
     policies = list(dict.fromkeys(str(r.policy) for r in results))
     words = [f"Policies: {', '.join(policies)}."]
+    basis = getattr(params, "billing", None)
+    if billing.is_basis(basis):
+        words.append(billing.basis_line(basis))
     seconds = getattr(params, "stream_seconds", None)
     if seconds:
         words.append(

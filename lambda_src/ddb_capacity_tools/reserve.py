@@ -482,7 +482,9 @@ def figures(plan: Plan) -> dict[str, Any]:
     }
     if plan.current_score is not None:
         current = fleet_bill(plan.current_score, {}, None, prices)
-        out["current_monthly_usd"] = round(_monthly(current, plan.current_score), 2)
+        monthly = round(_monthly(current, plan.current_score), 2)
+        out["current_monthly_usd"] = monthly  # kept for earlier readers: the same figure
+        out["current_policy_monthly"] = {"policy": plan.setup.current, "monthly_usd": monthly}
     return out
 
 
@@ -515,7 +517,7 @@ def prices_json(prices: Prices) -> dict[str, Any]:
     }
 
 
-def _dims(hours: Hours | None) -> dict[str, list[int]] | None:
+def _dims(hours: Hours | None) -> dict[str, list[float]] | None:
     return None if hours is None else {d: list(hours.units(d)) for d in DIMENSIONS}
 
 
@@ -596,7 +598,7 @@ def summary(plan: Plan) -> dict[str, Any]:
     }
 
 
-def _median(values: Sequence[int]) -> float:
+def _median(values: Sequence[float]) -> float:
     ordered = sorted(values)
     if not ordered:
         return 0.0

@@ -406,7 +406,7 @@ def _about(
             if scored
             else ", not scored (no --score-from)"
         )
-        + f"; {policies}; term {term}"
+        + f"; {policies}; term {term}; billing basis {setup.params.billing}"
     )
     return {
         "heading": heading,
@@ -415,4 +415,5 @@ def _about(
         "current": setup.current,
         "policy": setup.policy,
         "term_asked": term,
+        "billing_basis": setup.params.billing,
     }

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from itertools import accumulate
 
 from .simulator import billing
-from .simulator.billing import DEFAULT_BASIS, BillingBasis
+from .simulator.billing import DEFAULT_BASIS
 from .simulator.prices import BLOCK_UNITS, Prices
 from .simulator.run import DimensionResult
 from .simulator.trace import Trace
@@ -91,7 +91,7 @@ def hourly(
     start: int,
     end: int,
     prices: Prices,
-    basis: BillingBasis = DEFAULT_BASIS,
+    basis: str = DEFAULT_BASIS,
 ) -> Hours:
     """What AWS bills for minutes ``start`` to ``end`` of one table's run (``results``: its
     table and GSIs): per dimension and clock hour, each key's units as ``basis`` bills

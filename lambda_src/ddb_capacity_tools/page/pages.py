@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..advise import Advice, Failure
+from ..simulator.billing import DEFAULT_BASIS
 from ..simulator.candidates import Tuning
 from ..simulator.ensemble import EnsembleResult
 from ..simulator.run import DimensionResult
@@ -86,14 +87,21 @@ def _validated(v: dict[str, Any], since: str = "") -> str:
 
 
 def tune_page(
-    tuning: Tuning, trace: Trace, ensemble: str, settings: int, held: Holdout | None = None
+    tuning: Tuning,
+    trace: Trace,
+    ensemble: str,
+    settings: int,
+    held: Holdout | None = None,
+    basis: str = DEFAULT_BASIS,
 ) -> str:
     """``tune``'s page: how its figures were made (the ensemble, the minutes fitted on and
     chosen on, a month), the advice, the frontier with each candidate's spread over the
     ensemble, and the demand it was tuned on, split where the choosing began. With
     ``held`` (``--score-from``: ``trace`` is the part chosen on), the pick scored on the
-    minutes after it (`held_section`), and the demand of the whole trace."""
+    minutes after it (`held_section`), and the demand of the whole trace; ``basis``: how
+    provisioned capacity was billed."""
     scope, split, period = _tuned(tuning, trace, ensemble, settings)
+    scope += f"; billing basis {basis}"
     note = f" The whiskers span the {ensemble} ensemble's {counted(settings, 'setting')}."
     frontier, charts = frontier_section(tuning.candidates, tuning.recommended, period, note)
     if held is None:

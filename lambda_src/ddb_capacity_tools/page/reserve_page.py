@@ -10,6 +10,7 @@ from typing import Any
 
 from ..reserve import Plan, figures
 from ..reserve_sizing import DIMENSIONS, Hours
+from ..simulator.billing import DEFAULT_BASIS, HOURLY_MAX
 from ..simulator.text import counted
 from ..simulator.trace import Trace
 from .document import document, figure, money, text
@@ -56,6 +57,19 @@ def _chart(plan: Plan, trace: Trace, split: int, dimension: str) -> dict[str, An
     }
 
 
+def _units_words(basis: str) -> str:
+    """What an hour's units are, by the billing basis (`simulator.billing`)."""
+    each = (
+        "the highest level provisioned in it"
+        if basis == HOURLY_MAX
+        else "the mean level provisioned in it (billed by the minute)"
+    )
+    return (
+        f"An hour's units are {each}, per table and GSI, summed over the fleet: what AWS "
+        f"bills (billing basis {basis})."
+    )
+
+
 def reserve_page(plan: Plan, trace: Trace, split: int, about: dict[str, Any]) -> str:
     """The whole page of one plan."""
     f = figures(plan)
@@ -86,8 +100,7 @@ def reserve_page(plan: Plan, trace: Trace, split: int, about: dict[str, Any]) ->
         f'<p class="lead">{text(about["heading"])}</p>'
         f'<div class="figures">{heads}</div>'
         "<h2>The fleet's hourly units and the reservation</h2>"
-        '<p class="lead">An hour\'s units are the highest level provisioned in it, per table '
-        "and GSI, summed over the fleet: what AWS bills. Shaded: the planning part.</p>"
-        + "".join(holders)
+        f'<p class="lead">{text(_units_words(about.get("billing_basis", DEFAULT_BASIS)))}'
+        " Shaded: the planning part.</p>" + "".join(holders)
     )
     return document("ddb-capacity reserve", body, {"charts": charts})

@@ -65,13 +65,13 @@ def check_basis(value: object, name: str = "billing") -> BillingBasis:
     return value
 
 
-def basis_line(basis: BillingBasis) -> str:
+def basis_line(basis: str) -> str:
     """The line outputs print: the basis and what it means."""
     return f"Billing basis: {basis} ({BASIS_WORDS[basis]})."
 
 
 def billed_hours(
-    levels: Sequence[float], first: int, basis: BillingBasis
+    levels: Sequence[float], first: int, basis: str
 ) -> tuple[list[float], list[float]]:
     """Per clock hour ``levels`` (one a minute) touch: the units billed for it and its
     weight (the share of the hour they hold). ``first``: the minute of its clock hour the
@@ -91,7 +91,7 @@ def billed_hours(
     return units, weights
 
 
-def unit_hours(levels: Sequence[float], first: int, basis: BillingBasis) -> float:
+def unit_hours(levels: Sequence[float], first: int, basis: str) -> float:
     """The unit-hours billed for ``levels`` (as `billed_hours` takes them)."""
     if basis == PER_MINUTE:
         return sum(levels) / HOUR_MINUTES
@@ -105,7 +105,7 @@ def charge(
     served: Sequence[float],
     prices: Prices,
     first: int,
-    basis: BillingBasis,
+    basis: str,
 ) -> float:
     """Dollars for one key's minutes: its provisioned unit-hours (`unit_hours`) at the list
     price, and the requests of its minutes provisioned at 0 (on-demand) by request."""
@@ -115,7 +115,7 @@ def charge(
 
 
 def charged_above(
-    levels: Sequence[Sequence[int]], reserved: int, first: int, basis: BillingBasis
+    levels: Sequence[Sequence[int]], reserved: int, first: int, basis: str
 ) -> list[float]:
     """Per key of one dimension (``levels``: each key's minutes), the unit-hours charged
     at the list price when ``reserved`` units cover the dimension's total: per minute

@@ -15,7 +15,7 @@ from ddb_capacity_runtime.core.settings import RESERVED_SETTINGS, SETTINGS_BY_KE
 from ddb_capacity_runtime.core.validators import is_number
 
 from ..tool_errors import ModelError as ModelError
-from .billing import DEFAULT_BASIS, BillingBasis, check_basis
+from .billing import DEFAULT_BASIS, check_basis
 from .trace import Trace
 
 FRACTIONAL = frozenset(
@@ -189,7 +189,7 @@ class ModelParams:
     stream_seconds: int | None = None
     reserved_read_units: int = 0
     reserved_write_units: int = 0
-    billing: BillingBasis = DEFAULT_BASIS
+    billing: str = DEFAULT_BASIS
 
     def validate(self, flags: bool = False) -> ModelParams:
         """Raise [`ModelError`][ddb_capacity_tools.simulator.ModelError] for the first field out of

@@ -36,6 +36,7 @@ def as_json(
             "dimensions": [key_label(k) for k in trace.demand],
         },
         "model": asdict(params),
+        "billing_basis": params.billing,
         "prices": asdict(prices),
     }
 

@@ -402,7 +402,7 @@ def compose_hybrid(
     prices: Prices,
     start: int = 0,
     hindsight: bool = False,
-    basis: billing.BillingBasis = billing.DEFAULT_BASIS,
+    basis: str = billing.DEFAULT_BASIS,
 ) -> list[DimensionResult]:
     """The hybrid's results from its base's (`hybrid_base`) and on-demand's over the
     same trace, both run with ``score_from=start``: counted from minute ``start``

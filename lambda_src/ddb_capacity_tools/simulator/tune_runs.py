@@ -16,7 +16,6 @@ from dataclasses import replace
 
 from ddb_capacity_runtime.core.policy import capacity_units
 
-from .billing import BillingBasis
 from .candidates import (
     MONTH_MINUTES,
     ON_DEMAND,
@@ -191,7 +190,7 @@ def _hybrids(
     trace: Trace,
     prices: Prices,
     score_from: int,
-    basis: BillingBasis,
+    basis: str,
 ) -> list[DimensionResult]:
     """Each hybrid of ``hybrids`` composed from its base's and on-demand's ``results``,
     billed by ``basis``."""
