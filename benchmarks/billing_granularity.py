@@ -30,7 +30,7 @@ from ddb_capacity_tools import reserve
 from ddb_capacity_tools.reserve_sizing import fleet_bill
 from ddb_capacity_tools.simulator import ModelParams, Prices, parse, simulate
 from ddb_capacity_tools.simulator.billing import BASES
-from ddb_capacity_tools.simulator.candidates import MONTH_MINUTES, scaled
+from ddb_capacity_tools.simulator.candidates import MONTH_HOURS, MONTH_MINUTES, scaled
 from ddb_capacity_tools.simulator.scenarios import diurnal
 from ddb_capacity_tools.simulator.trace import Trace, read_csv
 from ddb_capacity_tools.simulator.tune_runs import place
@@ -80,7 +80,7 @@ def tune_and_reserve(
         setup = reserve.Setup(current=policy, policy=policy, params=params, prices=prices)
         hours = reserve.plan_table(trace, split, setup).listed.score
         assert hours is not None  # scored: split is inside the trace
-        month = fleet_bill(hours, {}, None, prices) * reserve.MONTH_HOURS / hours.hours
+        month = fleet_bill(hours, {}, None, prices) * MONTH_HOURS / hours.hours
         out.append((policy, tune_month[policy], month))
     return out
 

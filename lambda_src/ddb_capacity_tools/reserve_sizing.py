@@ -47,12 +47,12 @@ class Hours:
     hour's weight (the share of the hour the part holds), and the dollars billed outside
     provisioned capacity (on-demand minutes), over one part of the history."""
 
-    read: list[float]
-    write: list[float]
+    read: Sequence[float]
+    write: Sequence[float]
     weights: list[float]
     other_usd: float = 0.0
 
-    def units(self, dimension: str) -> list[float]:
+    def units(self, dimension: str) -> Sequence[float]:
         return self.read if dimension == "read" else self.write
 
     @property

@@ -124,7 +124,7 @@ def flat(read: float, write: float, minutes: int = 120, gsi: bool = False) -> Tr
     return Trace("flat", START, demand)
 
 
-def costs(trace: Trace, policy: str, **reserved: int) -> dict[Any, float]:
+def costs(trace: Trace, policy: str, **reserved: Any) -> dict[Any, float]:
     params = ModelParams(warmup_minutes=0, **reserved)
     return {r.key: r.cost_usd for r in simulate(trace, [parse(policy)], params, progress=None)}
 

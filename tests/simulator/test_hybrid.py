@@ -159,7 +159,8 @@ def test_compose_stays_provisioned_when_on_demand_never_saves() -> None:
 
 def test_simulate_runs_the_hybrid_as_the_autopilot_and_on_demand_composed() -> None:
     trace = scenario("nightly-batch")
-    params, prices = ModelParams().validate(), Prices()
+    # compose bills by the minute; so does this run
+    params, prices = ModelParams(billing="per-minute").validate(), Prices()
     hybrid = run_policy(parse("hybrid:70"), trace, params, prices)
     base = run_policy(parse("autopilot:70"), trace, params, prices)
     od = run_policy(parse("on-demand"), trace, params, prices)

@@ -688,7 +688,7 @@ def test_a_fleet_reports_recommendations_replace_tune_for_the_tables_it_advised(
     assert heading.endswith(
         f"; 1 of 2 tables on the recommendation of the fleet report {report}, the other on "
         "tune's recommendation on the planning part; the past bill: every table on --current "
-        "stock:70; term 1y"
+        "stock:70; term 1y; billing basis hourly-max"
     )
     assert "recommended by tune" not in heading
     assert orders == "orders  stock:80 (the fleet report's)"
@@ -738,11 +738,10 @@ def test_the_billing_granularity_benchmark_runs_in_its_quick_mode(capsys: Any) -
     from benchmarks import billing_granularity
 
     assert billing_granularity.main(["--quick"]) == 0
-    rows = {
-        line.split()[0]: [float(x) for x in line.split()[1:3]]
-        for line in capsys.readouterr().out.splitlines()
-        if line.split() and line.split()[0] in billing_granularity.QUICK
-    }
+    rows: dict[str, list[float]] = {}
+    for line in capsys.readouterr().out.splitlines():  # the first table: per-minute, hourly-max
+        if line.split() and line.split()[0] in billing_granularity.QUICK:
+            rows.setdefault(line.split()[0], [float(x) for x in line.split()[1:3]])
     # each clock hour at its highest level costs at least its minutes; on-demand the same
     assert set(rows) == set(billing_granularity.QUICK)
     assert all(hour >= minute > 0 for minute, hour in rows.values())

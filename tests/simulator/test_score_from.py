@@ -35,7 +35,9 @@ def _trace(days: int = 2, seed: int = 7) -> Trace:
 
 
 def _run(policy: str, trace: Trace, score_from: int | None = None) -> list[DimensionResult]:
-    return run_policy(parse(policy), trace, ModelParams(), PRICES, score_from=score_from)
+    """Billed by the minute, so a later start's cost is a difference of cumulative sums."""
+    params = ModelParams(billing="per-minute")
+    return run_policy(parse(policy), trace, params, PRICES, score_from=score_from)
 
 
 @pytest.fixture(scope="module")
@@ -134,7 +136,8 @@ def test_the_oracle_and_the_bound_plan_the_scored_minutes(
 def test_simulate_scores_every_policy_from_the_start(trace: Trace) -> None:
     specs = [parse(p) for p in ("stock:70", "on-demand", "bound")]
     for workers in (1, 2):
-        results = simulate(trace, specs, progress=None, workers=workers, score_from=1500)
+        params = ModelParams(billing="per-minute")  # as _run
+        results = simulate(trace, specs, params, progress=None, workers=workers, score_from=1500)
         assert [r.score_from for r in results] == [1500] * 6
         alone = [r for s in specs for r in _run(s.text, trace, 1500)]
         assert [r.as_json() for r in results] == [r.as_json() for r in alone]

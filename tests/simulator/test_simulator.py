@@ -411,7 +411,7 @@ def test_retries_count_every_attempt_and_lose_what_is_given_up() -> None:
 def test_delays_and_update_latency_are_drawn_reproducibly_from_their_ranges() -> None:
     trace = scenario("spike")
 
-    def run(**kwargs: int) -> list[int]:
+    def run(**kwargs: Any) -> list[int]:
         params = ModelParams(**kwargs)
         return simulate(trace, [parse("stock:70")], params, progress=None)[1].recorded.provisioned
 
@@ -528,7 +528,7 @@ def test_no_zero_throttle_run_costs_less_than_the_bound(
 
 def test_the_bound_is_each_minutes_demand_without_burst_and_below_the_oracle() -> None:
     trace = scenario("nightly-batch")
-    params = ModelParams(burst_fraction=0)
+    params = ModelParams(burst_fraction=0, billing="per-minute")  # the bound's own unit-minutes
     runs = simulate(trace, [parse("oracle"), parse("bound")], params, progress=None)
     by = {(r.policy, r.key[1]): r for r in runs}
     write = trace.demand[(None, "write")]

@@ -42,7 +42,8 @@ BASIS_WORDS: Final[dict[str, str]] = {
 """Each basis as outputs say it."""
 
 BILLING_HELP: Final = (
-    "how provisioned capacity is billed: hourly-max, each clock hour at its highest "
+    "how provisioned capacity is billed, hourly-max or per-minute: hourly-max, each clock "
+    "hour at its highest "
     "provisioned level; per-minute, each minute at its level, a sixtieth of the hour's "
     "price; default hourly-max (docs: Simulator, 'Billing basis')"
 )
