@@ -255,7 +255,8 @@ def _tune_parser(sub: Any) -> None:
     _run_options(
         tn,
         '{"ensemble", "candidates", "frontier", "recommended", "reason", "rule", '
-        '"on_demand", "code", "summary", "validation", "warnings", "table_class", "scored"}',
+        '"on_demand", "code", "summary", "validation", "warnings", "table_class", "scored", '
+        '"billing_basis"}',
         long=True,
     )
     # the model's --table-size-gb also asks tune for the table class: read by _tune
@@ -316,7 +317,11 @@ def _advise_parser(sub: Any) -> None:
     )
     _history_options(ad, {"help": f"1 to {MAX_DAYS} (default {TUNE_DAYS})"})
     _choice_options(ad)
-    _run_options(ad, '{"ensemble", "days", "end", "month_hours", "tables", "failed"}', long=True)
+    _run_options(
+        ad,
+        '{"ensemble", "days", "end", "billing_basis", "month_hours", "tables", "failed"}',
+        long=True,
+    )
     ad.add_argument(
         "--processes",
         type=whole,

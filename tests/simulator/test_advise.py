@@ -606,7 +606,9 @@ def test_a_replicas_advice_says_how_its_writes_are_billed(region: dict[str, Any]
     it for a global table; the advice of the same history without replicas says nothing.
     A replica's write units are replicated writes: billed the same, never reservable."""
     busy(region, "Global", 40)
-    setup = reserving(region["end"])
+    # by the minute, stock:70 beats on-demand on these three busy hours (by each hour's
+    # highest level on-demand wins, and a table on on-demand reserves nothing)
+    setup = reserving(region["end"], "per-minute")
     plain = advise_module.advise_one(region["cloudwatch"], region["ddb"], "Global", None, setup)
     assert not isinstance(plain, Failure) and "replicated" not in plain.notes
     trace = history(region["cloudwatch"], region["ddb"], "Global", None, 1, region["end"])
@@ -648,7 +650,7 @@ def test_a_table_whose_replicas_cannot_be_read_has_no_writes_reserved(
     a global table's replica is not known, so its advice stands but its write units are
     left out of the fleet's reservation, as a replica's are, and its notes say why."""
     busy(region, "Unread", 40)
-    setup = reserving(region["end"])
+    setup = reserving(region["end"], "per-minute")  # stock:70 beats on-demand, as above
     size = advise_module.size_of({"TableName": "Unread", "Replicas": "eu-west-1"}, None)
     assert size.replication.replicated and not size.replication.regions
     trace = history(region["cloudwatch"], region["ddb"], "Unread", None, 1, region["end"])

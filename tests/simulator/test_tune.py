@@ -622,8 +622,9 @@ def test_tune_warns_plainly_when_the_history_is_too_short(tmp_path: Path) -> Non
     assert (code, again) == (0, out) and "\r" not in err
     assert err.splitlines()[0] == "tune: 0% (0 of 64 runs, 0 s)"
     lines = out.splitlines()
-    # first and last: the warning, with the minimum needed and why
-    for line in (lines[0], lines[-1]):
+    # first and last before the billing basis: the warning, with the minimum needed and why
+    assert lines[-1].startswith("Billing basis: hourly-max")
+    for line in (lines[0], lines[-2]):
         assert line.startswith("warning: short.csv holds 120 minutes of traffic; at least 2 days")
         assert "one day to fit on and one to choose on" in line
         assert line.endswith(

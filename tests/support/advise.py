@@ -55,6 +55,11 @@ def two_settings(trace: Trace) -> list[ModelParams]:
     return settings_of("plausible", ModelParams(), trace)[:2]
 
 
+def two_settings_by_the_minute(trace: Trace) -> list[ModelParams]:
+    """`two_settings`, provisioned capacity billed by the minute."""
+    return settings_of("plausible", ModelParams(billing="per-minute"), trace)[:2]
+
+
 def reset_moto(endpoint: str) -> None:
     """Empty the moto server: its GetMetricData looks through every datapoint of the Region
     in the window, minute by minute, for each query, so the traffic of the tests before
@@ -120,14 +125,14 @@ def day(region: dict[str, Any]) -> list[str]:
     return ["--days", "1", "--end", region["end"].isoformat(), "--workers", "1"]
 
 
-def reserving(end: datetime) -> advise_module.Setup:
+def reserving(end: datetime, billing: str = "hourly-max") -> advise_module.Setup:
     """A day's advice to ``end`` on stock:70 (under the `pair` ensemble), with the hours of the fleet's
-    reservation plan."""
+    reservation plan, provisioned capacity billed by ``billing``."""
     return advise_module.Setup(
         1,
         end,
-        two_settings,
-        ModelParams(),
+        two_settings if billing == "hourly-max" else two_settings_by_the_minute,
+        ModelParams(billing=billing),
         ["stock:70"],
         workers=1,
         reserve_hours=True,

@@ -16,6 +16,7 @@ from dataclasses import replace
 
 from ddb_capacity_runtime.core.policy import capacity_units
 
+from .billing import charge
 from .candidates import (
     MONTH_MINUTES,
     ON_DEMAND,
@@ -95,7 +96,14 @@ def place_split(
         [_candidate(n, runs, once[n], running_dollars(n, trace, rest, prices, tick)) for n in names]
     )
     early = [
-        _early(n, runs, split, prices, (once[n], running_dollars(n, trace, split, prices, tick)))
+        _early(
+            n,
+            runs,
+            split,
+            prices,
+            (once[n], running_dollars(n, trace, split, prices, tick)),
+            (trace.start.minute, settings[0].billing),
+        )
         for n in names
         if spec_of(n).kind != "hybrid"
     ]
@@ -389,11 +397,14 @@ def _early(
     split: int,
     prices: Prices,
     added: tuple[float | None, float],
+    billed: tuple[int, str],
 ) -> Candidate:
     """``name``'s results over minutes 0 to ``split`` only, from what each run recorded;
     ``added``: the one-time charge and the recurring one over those minutes, added to
-    each cost."""
+    each cost; ``billed``: the trace's first minute of its clock hour and the billing
+    basis (`billing.charge`)."""
     once, recurring = added
+    first, basis = billed
     on_demand = spec_of(name).kind == "on-demand"
     refused, cost = [], []
     for results in runs:
@@ -405,7 +416,14 @@ def _early(
             + sum(
                 prices.on_demand(r.key[1], sum(r.recorded.served[:split]))
                 if on_demand
-                else prices.provisioned(r.key[1], sum(r.recorded.provisioned[:split]))
+                else charge(
+                    r.key[1],
+                    r.recorded.provisioned[:split],
+                    r.recorded.served[:split],
+                    prices,
+                    first,
+                    basis,
+                )
                 for r in mine
             )
         )
