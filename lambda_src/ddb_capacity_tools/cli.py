@@ -622,13 +622,8 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             workers=args.workers,
             score_from=score_from,
         )
-        spread = (
-            run_ensemble(
-                trace, specs, settings, prices, entries, args.tick, args.workers, score_from
-            )
-            if settings
-            else []
-        )
+        ensemble_args = (trace, specs, settings, prices, entries, args.tick, args.workers)
+        spread = run_ensemble(*ensemble_args, score_from) if settings else []
     if args.json:
         doc = report.as_json(results, trace, params, prices)
         if score_from is not None:

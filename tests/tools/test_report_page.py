@@ -182,7 +182,7 @@ def test_the_tune_page_highlights_the_recommendation_on_the_frontier(tmp_path: P
     assert header is not None and header.group(1) == (
         "240 minutes from 2026-01-05 00:00 UTC; ensemble two (2 settings); fitted on 120 "
         "minutes, chosen on the later 120 (from 2026-01-05 02:00 UTC); figures a month "
-        "(730 h), scaled from the later part."
+        "(730 h), scaled from the later part; billing basis hourly-max."
     )
     demand = panels(loaded.dom, "demand-0")[0]
     assert [p for _, _, p in series(demand)] == [240]
