@@ -48,6 +48,12 @@ class Hours:
     write: list[int]
     weights: list[float]
     other_usd: float = 0.0
+    on_demand: list[float] | None = None
+    """Each hour's on-demand dollars (part of ``other_usd``); None: ``other_usd`` less
+    ``outside`` spread over the hours by weight."""
+    outside: list[float] | None = None
+    """Each hour's provisioned dollars billed outside any reservation (`unreserved`: part of
+    ``other_usd``); None: none."""
 
     def units(self, dimension: str) -> list[int]:
         return self.read if dimension == "read" else self.write
@@ -65,7 +71,13 @@ class Hours:
         billed = sum(u * w for u, w in zip(units, self.weights, strict=True))
         zero = [0] * len(units)
         read, write = (zero, self.write) if dimension == "read" else (self.read, zero)
-        return Hours(read, write, self.weights, self.other_usd + billed * unit_hour)
+        on_demand, outside = self.other_hourly()
+        moved = [
+            o + u * w * unit_hour for o, u, w in zip(outside, units, self.weights, strict=True)
+        ]
+        return Hours(
+            read, write, self.weights, self.other_usd + billed * unit_hour, on_demand, moved
+        )
 
     def __add__(self, other: Hours) -> Hours:
         return self._with(other, 1)
@@ -79,6 +91,24 @@ class Hours:
             [a + sign * b for a, b in zip(self.write, other.write, strict=True)],
             self.weights,
             self.other_usd + sign * other.other_usd,
+            *self._other_with(other, sign),
+        )
+
+    def other_hourly(self) -> tuple[list[float], list[float]]:
+        """Each hour's on-demand dollars and provisioned dollars outside any reservation."""
+        outside = self.outside or [0.0] * len(self.weights)
+        if self.on_demand is not None:
+            return self.on_demand, outside
+        rest, total = self.other_usd - sum(outside), self.hours
+        return [rest * w / total if total else 0.0 for w in self.weights], outside
+
+    def _other_with(self, other: Hours, sign: int) -> tuple[list[float] | None, list[float] | None]:
+        if self.on_demand is self.outside is other.on_demand is other.outside is None:
+            return None, None
+        (mine, mine_out), (theirs, theirs_out) = self.other_hourly(), other.other_hourly()
+        return (
+            [a + sign * b for a, b in zip(mine, theirs, strict=True)],
+            [a + sign * b for a, b in zip(mine_out, theirs_out, strict=True)],
         )
 
 
@@ -98,11 +128,11 @@ def hourly(
     for m in range(start, end):
         weights[_hour_of(trace, m) - first] += 1 / 60
     sums = {d: [0] * len(weights) for d in DIMENSIONS}
-    other = 0.0
+    other, on_demand = 0.0, [0.0] * len(weights)
     for r in results:
         peaks = [0] * len(weights)
         provisioned, served = r.recorded.provisioned, r.recorded.served
-        od = 0.0
+        od, od_hours = 0.0, [0.0] * len(weights)
         for m in range(start, end):
             level = provisioned[m]
             h = _hour_of(trace, m) - first
@@ -110,11 +140,14 @@ def hourly(
                 peaks[h] = level
             elif level <= 0:
                 od += served[m]
+                od_hours[h] += served[m]
         other += prices.on_demand(r.key[1], od)
+        for h, served_h in enumerate(od_hours):
+            on_demand[h] += prices.on_demand(r.key[1], served_h)
         column = sums[r.key[1]]
         for h, level in enumerate(peaks):
             column[h] += level
-    return Hours(sums["read"], sums["write"], weights, other)
+    return Hours(sums["read"], sums["write"], weights, other, on_demand)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..reserve import Plan, figures
 from ..reserve_sizing import DIMENSIONS, Hours
+from ..reserve_words import fees_words
 from ..simulator.text import counted
 from ..simulator.trace import Trace
 from .document import document, figure, money, text
@@ -71,6 +72,11 @@ def reserve_page(plan: Plan, trace: Trace, split: int, about: dict[str, Any]) ->
             figure("a month without it", money(f["monthly_usd"]["without_plan"])),
             figure("up front", money(f["upfront_usd"])),
             figure(
+                "Savings Plan, an hour",
+                money(plan.savings_plan_hourly) if plan.setup.savings_plan else "not planned",
+            ),
+            figure("with the reservation alone", money(f["monthly_usd"]["reservation_only"])),
+            figure(
                 "traffic a third lower, with / without",
                 f"{money(f['fall_by_third_monthly_usd']['with_plan'])} / "
                 f"{money(f['fall_by_third_monthly_usd']['without_plan'])}",
@@ -89,5 +95,7 @@ def reserve_page(plan: Plan, trace: Trace, split: int, about: dict[str, Any]) ->
         '<p class="lead">An hour\'s units are the highest level provisioned in it, per table '
         "and GSI, summed over the fleet: what AWS bills. Shaded: the planning part.</p>"
         + "".join(holders)
+        + "<h2>Fees</h2>"
+        + "".join(f"<p>{text(line)}</p>" for line in fees_words(plan))
     )
     return document("ddb-capacity reserve", body, {"charts": charts})
