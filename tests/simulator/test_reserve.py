@@ -653,7 +653,7 @@ def test_advise_all_tables_shows_the_reservation_beside_each_tables_advice(
         "advise", "--all-tables", "--days", "1", "--end", end.isoformat(), "--quiet",
         "--processes", "1", "--workers", "1", *few,
     )  # fmt: skip
-    assert "reserved capacity, on the recommendations: reserve" in words
+    assert "commitments, on the recommendations: reserve" in words
 
 
 def test_a_fleet_reports_recommendations_replace_tune_for_the_tables_it_advised(
