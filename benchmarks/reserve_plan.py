@@ -33,8 +33,8 @@ first half, given the reserved units), measured on the same scored halves:
     each planned alone and all planned as one fleet: the scored bill with the Savings Plan
     <= 0.93 x the bill without it over the fleet, and above it on no table;
 (f) on the real fleet, one-year instruments: the plan's scored bill (the reservation and the
-    Savings Plan) <= 0.65 x stock:70's without either (0.726 x with reserved capacity alone
-    when the Savings Plan was added);
+    Savings Plan) <= 0.65 x stock:70's without either (reserved capacity alone printed
+    beside it);
 (g) for each fleet and term, the plan's scored bill <= 1.03 x the plan best in hindsight
     (`savings_plan.hindsight`: the reservation and the commitment that would have cost least
     on the scored hours themselves).
