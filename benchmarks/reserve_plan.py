@@ -26,6 +26,19 @@ For each fleet and term (1 and 3 years), against the scored half's bills:
 Besides, the plan sized without the stated rule for uncertainty (the past-optimal level of
 the recommended policies' own hours) is printed beside it, so the rule's price is seen.
 
+With a Database Savings Plan beside the reservation (its hourly commitment planned on the
+first half, given the reserved units), measured on the same scored halves:
+
+(e) on five held-out spiky tables run on-demand (`spiky`: generated here, never tuned on),
+    each planned alone and all planned as one fleet: the scored bill with the Savings Plan
+    <= 0.93 x the bill without it over the fleet, and above it on no table;
+(f) on the real fleet, one-year instruments: the plan's scored bill (the reservation and the
+    Savings Plan) <= 0.65 x stock:70's without either (reserved capacity alone printed
+    beside it);
+(g) for each fleet and term, the plan's scored bill <= 1.03 x the plan best in hindsight
+    (`savings_plan.hindsight`: the reservation and the commitment that would have cost least
+    on the scored hours themselves).
+
 (d) Planning 1,000 tables' 14 days: timed on 1,000 generated tables in 2 processes, with every
 table on one policy (``--policy``: no tune per table), and the tune per table timed on one
 table and multiplied out (printed as an estimate).
@@ -50,7 +63,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ddb_capacity_tools import reserve, reserve_sizing
+from ddb_capacity_tools import reserve, reserve_sizing, savings_plan
 from ddb_capacity_tools.simulator import read_csv
 from ddb_capacity_tools.simulator.candidates import STOCK
 from ddb_capacity_tools.simulator.progress import Progress
@@ -225,8 +238,117 @@ def fleet_report(name: str, tables: list[reserve.TableHours], setup: reserve.Set
             f"{_verdict(b, ours / better if better else 0, 0.93)}\n"
             f"    (c) fleet <= tables alone: {_verdict(c, ours / alone if alone else 0, 1.0)}"
         )
-        out += [a, b, c]
+        out += [a, b, c, *_with_savings_plan(name, plan, term, stock70)]
     return out
+
+
+def _with_savings_plan(name: str, plan: reserve.Plan, term: str, stock70: float) -> list[bool]:
+    """Print (f) and (g) for one fleet's plan of ``term``; the verdicts ((f) for the real
+    fleet's one-year plan only)."""
+    assert plan.score is not None
+    units = plan.units if plan.term else {}
+    hourly = plan.savings_plan_hourly
+    reserved_only = _score(plan, units, term)
+    both = savings_plan.fleet_bill_with(plan.score, units, term, plan.prices, hourly)
+    best_units, best_hourly, best = savings_plan.hindsight(plan.score, term, plan.prices)
+    g = both <= 1.03 * best
+    print(
+        f"    with a Savings Plan of ${hourly:,.4f} an hour (planned on the first half): "
+        f"${both:,.2f} ({both / reserved_only if reserved_only else 1:.3f} x the reservation "
+        f"alone, {both / stock70 if stock70 else 0:.3f} x stock:70 without either)\n"
+        f"    hindsight with both: {best_units['read']:,} / {best_units['write']:,}, "
+        f"${best_hourly:,.4f} an hour -> ${best:,.2f}\n"
+        f"    (g) <= 1.03 x hindsight with both: {_verdict(g, both / best if best else 1, 1.03)}"
+    )
+    if name != "real" or term != "1y":
+        return [g]
+    f = both <= 0.65 * stock70
+    print(
+        f"    (f) real fleet, one year, <= 0.65 x stock:70 without either: "
+        f"{_verdict(f, both / stock70 if stock70 else 0, 0.65)} (reserved capacity alone: "
+        f"{reserved_only / stock70 if stock70 else 0:.3f})"
+    )
+    return [f, g]
+
+
+def _spike(rng: random.Random, base: float, every: int, height: float, length: int) -> list[float]:
+    """A load of ``base`` (lognormal noise) with spikes ``height`` times it, ``length``
+    minutes long, one every ``every`` minutes on average, and a diurnal swing of a half."""
+    out, left = [], 0
+    for m in range(DAYS * 1440):
+        if left == 0 and rng.random() < 1 / every:
+            left = rng.randint(max(1, length // 2), length * 2)
+        day = 0.75 + 0.5 * _day_shape(m % 1440)
+        out.append(base * day * rng.lognormvariate(0, 0.25) * (height if left else 1))
+        left = max(0, left - 1)
+    return out
+
+
+def spiky(days: int = DAYS) -> list[Trace]:
+    """Five seeded spiky tables, for on-demand (seed 11: not the planner's generated
+    fleet): short frequent spikes, rare tall ones, hourly batch bursts, a weekday load with
+    spikes, and a small table with spikes of twenty times its base."""
+    rng = random.Random(11)  # noqa: S311 (reproducible traffic)
+    shapes = {
+        "spiky-frequent": _spike(rng, 400, 90, 5, 6),
+        "spiky-tall": _spike(rng, 900, 1_440, 15, 30),
+        "spiky-batch": [
+            v * (8 if m % 180 < 12 else 1) for m, v in enumerate(_spike(rng, 250, 10**9, 1, 1))
+        ],
+        "spiky-weekdays": [
+            v * (1 if (m // 1440) % 7 < 5 else 0.3)
+            for m, v in enumerate(_spike(rng, 1_200, 240, 4, 10))
+        ],
+        "spiky-small": _spike(rng, 40, 360, 20, 5),
+    }
+    return [
+        Trace(
+            name,
+            START,
+            {(None, "read"): level[: days * 1440], (None, "write"): [0.4 * v for v in level]},
+        )
+        for name, level in shapes.items()
+    ]
+
+
+def savings_on_demand(days: int, processes: int) -> list[bool]:
+    """(e): the spiky tables (`spiky`) on on-demand, the Savings Plan planned on the first
+    half, scored on the second: alone per table and as one fleet."""
+    traces = [
+        replace(t, demand={k: v[: days * 1440] for k, v in t.demand.items()}) for t in spiky(days)
+    ]
+    setup = reserve.Setup(policy="on-demand")
+    split = traces[0].minutes // 2
+    tables = reserve.plan_tables(traces, split, setup, processes, Progress.on(sys.stderr))
+    print(f"\n== (e) {len(tables)} held-out spiky tables on on-demand, planned alone ==")
+    never_above = True
+    for t in tables:
+        with_, without = _sp_bills(reserve.plan_fleet([t], ["1y"], setup))
+        never_above = never_above and with_ <= without + 1e-9
+        print(
+            f"    {t.name:<16} ${without:,.2f} without, ${with_:,.2f} with "
+            f"({with_ / without if without else 1:.3f})"
+        )
+    with_, without = _sp_bills(reserve.plan_fleet(tables, ["1y"], setup))
+    ok = with_ <= 0.93 * without and never_above
+    print(
+        f"    fleet planned as one: ${without:,.2f} without, ${with_:,.2f} with\n"
+        f"    (e) <= 0.93 x without, above it on no table: "
+        f"{_verdict(ok, with_ / without if without else 1, 0.93)}"
+        f"{'' if never_above else ' (above on a table)'}"
+    )
+    return [ok]
+
+
+def _sp_bills(plan: reserve.Plan) -> tuple[float, float]:
+    """A plan's scored bill with its Savings Plan and without it (its reservation kept)."""
+    assert plan.score is not None
+    units, term = (plan.units, plan.term) if plan.term else ({}, None)
+    without = reserve_sizing.fleet_bill(plan.score, units, term, plan.prices)
+    with_ = savings_plan.fleet_bill_with(
+        plan.score, units, term, plan.prices, plan.savings_plan_hourly
+    )
+    return with_, without
 
 
 def generated_fleet(count: int, days: int) -> list[Trace]:
@@ -294,6 +416,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         split = traces[0].minutes // 2
         tables = reserve.plan_tables(traces, split, setup, args.processes, Progress.on(sys.stderr))
         verdicts += fleet_report(name, tables, setup)
+    verdicts += savings_on_demand(days, args.processes)
     if args.quick:
         timing(20, 1, args.processes, reserve.Setup(candidates=STOCK))
     else:

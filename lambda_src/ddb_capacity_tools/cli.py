@@ -70,7 +70,16 @@ from ddb_capacity_runtime.core.settings import SETTINGS_BY_KEY
 from ddb_capacity_runtime.core.validators import is_region
 
 from . import advise as advise_module
-from . import flags_command, fleet, local, page, request_command, reserve, reserve_command
+from . import (
+    flags_command,
+    fleet,
+    local,
+    page,
+    request_command,
+    reserve,
+    reserve_command,
+    reserve_words,
+)
 from .cli_options import MAX_PROCESSES, NOT_TUNE, TUNE_DAYS, build_parser
 from .simulator import (
     billing,
@@ -468,7 +477,7 @@ def _advise_output(
     )
     out.write(advise_module.text(results, heading) + "\n")
     if reservation is not None:
-        out.write("\n" + reserve.summary_words(reservation) + "\n")
+        out.write("\n" + reserve_words.summary_words(reservation) + "\n")
 
 
 def _reservation(results: Sequence[Any], prices: Prices) -> dict[str, Any] | None:

@@ -40,8 +40,9 @@ class Report:
     rows: list[Row]
     about: dict[str, Any] = field(default_factory=dict)
     reservation: dict[str, Any] | None = None
-    """the fleet's reservation plan on the recommendations (`reserve.summary`); None: not
-    made (a single table, or the nightly advisor)"""
+    """the fleet's commitments on the recommendations (`reserve.summary`: the reservation
+    and the Database Savings Plan's hourly commitment beside it); None: not made (a single
+    table, or the nightly advisor)"""
 
     def totals(self) -> dict[str, Any]:
         """Counts by status, and the figures summed over the tables whose current

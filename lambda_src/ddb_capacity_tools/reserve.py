@@ -43,6 +43,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from . import savings_plan
 from .reserve_sizing import (
     DIMENSIONS,
     FALL,
@@ -65,7 +66,7 @@ from .simulator.candidates import (
 from .simulator.ensemble import settings_of
 from .simulator.params import ModelParams
 from .simulator.policies import DEFAULT_TICK_MINUTES
-from .simulator.prices import BLOCK_UNITS, RESERVED_VERIFIED, TERMS, Prices
+from .simulator.prices import BLOCK_UNITS, SAVINGS_PLAN_HOURS, TERMS, Prices, unverified
 from .simulator.progress import Progress, step
 from .simulator.text import counted
 from .simulator.trace import Trace
@@ -88,8 +89,6 @@ __all__ = [
     "prices_json",
     "plan_tables",
     "summary",
-    "summary_words",
-    "text",
 ]
 
 
@@ -110,6 +109,9 @@ class Setup:
     prices: Prices = field(default_factory=Prices)
     tick: int = DEFAULT_TICK_MINUTES
     rule: Rule = field(default_factory=Rule)
+    savings_plan: bool = True
+    """Plan a Database Savings Plan beside the reservation (`savings_plan.commitment`);
+    False: reserved capacity alone (``--no-savings-plan``)."""
 
 
 @dataclass(frozen=True)
@@ -370,6 +372,8 @@ class Plan:
     current_refused: float
     prices: Prices
     setup: Setup
+    savings_plan_hourly: float = 0.0
+    """The Database Savings Plan's hourly commitment beside the reservation (0: none)."""
 
 
 def _choose(
@@ -400,7 +404,9 @@ def plan_fleet(tables: Sequence[TableHours], terms: Sequence[str], setup: Setup)
     """The fleet's plan from its tables' hours: for each term of ``terms``, the tables'
     policies (`_choose`) and the reserved units (`no_regret`); of those, the term whose
     bill over the planning part is least, against no reservation with every table on its
-    listed policy (none when no block pays)."""
+    listed policy (none when no block pays); then, given the reserved units, the Savings
+    Plan's hourly commitment that costs least over the planning part
+    (`savings_plan.commitment`; none with ``setup.savings_plan`` False)."""
     prices = setup.prices
     listed = _sum([t.listed.plan for t in tables])
     assert listed is not None
@@ -416,13 +422,15 @@ def plan_fleet(tables: Sequence[TableHours], terms: Sequence[str], setup: Setup)
     runs = [t.run(t.name in chosen) for t in tables]
     current = _sum([t.current.plan for t in tables])
     assert current is not None
+    units = by_term[term]["units"] if term else {d: 0 for d in DIMENSIONS}
+    hours = _sum([r.plan for r in runs]) or listed
     return Plan(
         term,
-        by_term[term]["units"] if term else {d: 0 for d in DIMENSIONS},
+        units,
         by_term,
         list(tables),
         {t.name: r.policy for t, r in zip(tables, runs, strict=True)},
-        _sum([r.plan for r in runs]) or listed,
+        hours,
         _sum([r.score for r in runs]),
         listed,
         _sum([t.listed.score for t in tables]),
@@ -432,6 +440,7 @@ def plan_fleet(tables: Sequence[TableHours], terms: Sequence[str], setup: Setup)
         sum(t.current.refused for t in tables),
         prices,
         setup,
+        savings_plan.commitment(hours, units, term, prices) if setup.savings_plan else 0.0,
     )
 
 
@@ -446,28 +455,36 @@ def _judged(plan: Plan) -> Hours:
 
 
 def figures(plan: Plan) -> dict[str, Any]:
-    """The plan's monthly dollars with and without it (and with traffic a third lower),
-    its upfront fee, the break-even utilization and the anchors' sizes and bills."""
+    """The plan's monthly dollars with it (both instruments), with the reservation alone and
+    without either (and with traffic a third lower), its upfront fee, the Savings Plan's
+    commitment, the break-even utilization, the anchors' sizes and bills, and on the scored
+    part the plan best in hindsight."""
     hours, prices, term = _judged(plan), plan.prices, plan.term
     listed = plan.listed_score if plan.score is not None else plan.listed
     assert listed is not None
-    with_plan = fleet_bill(hours, plan.units, term, prices)
+    hourly = plan.savings_plan_hourly
+
+    def with_plan(factor: float = 1.0) -> float:
+        return savings_plan.fleet_bill_with(hours, plan.units, term, prices, hourly, factor)
+
     without = fleet_bill(listed, {}, None, prices)
-    fall_with = fleet_bill(hours, plan.units, term, prices, FALL)
+    reserved_only = fleet_bill(hours, plan.units, term, prices)
     fall_without = fleet_bill(listed, {}, None, prices, FALL)
     sized = term or "1y"
     anchor = anchors(plan.current, sized, prices)
     out: dict[str, Any] = {
         "judged_on": "scored" if plan.score is not None else "planning",
         "monthly_usd": {
-            "with_plan": round(_monthly(with_plan, hours), 2),
+            "with_plan": round(_monthly(with_plan(), hours), 2),
+            "reservation_only": round(_monthly(reserved_only, hours), 2),
             "without_plan": round(_monthly(without, hours), 2),
         },
         "fall_by_third_monthly_usd": {
-            "with_plan": round(_monthly(fall_with, hours), 2),
+            "with_plan": round(_monthly(with_plan(FALL), hours), 2),
             "without_plan": round(_monthly(fall_without, hours), 2),
         },
         "upfront_usd": round(_upfront(plan.units, term, prices), 2),
+        "savings_plan_monthly_usd": round(hourly * MONTH_HOURS, 2),
         "break_even": {
             t: {d: round(prices.break_even(t, d), 4) for d in DIMENSIONS} for t in TERMS
         },
@@ -480,12 +497,27 @@ def figures(plan: Plan) -> dict[str, Any]:
             for rule, units in anchor.items()
         },
     }
+    if plan.score is not None:
+        out["hindsight"] = _hindsight(plan, plan.score, sized)
     if plan.current_score is not None:
         current = fleet_bill(plan.current_score, {}, None, prices)
         monthly = round(_monthly(current, plan.current_score), 2)
         out["current_monthly_usd"] = monthly  # kept for earlier readers: the same figure
         out["current_policy_monthly"] = {"policy": plan.setup.current, "monthly_usd": monthly}
     return out
+
+
+def _hindsight(plan: Plan, score: Hours, term: str) -> dict[str, Any]:
+    """The plan best for the scored hours themselves (`savings_plan.hindsight`), of the
+    plan's term (1y when it has none) and with a Savings Plan when the plan may have one."""
+    units, hourly, least = savings_plan.hindsight(score, term, plan.prices, plan.setup.savings_plan)
+    return {
+        "term": term,
+        "read_units": units["read"],
+        "write_units": units["write"],
+        "savings_plan_hourly": round(hourly, 4),
+        "monthly_usd": round(_monthly(least, score), 2),
+    }
 
 
 def _upfront(units: dict[str, int], term: str | None, prices: Prices) -> float:
@@ -513,7 +545,14 @@ def prices_json(prices: Prices) -> dict[str, Any]:
             }
             for term in TERMS
         },
-        "reserved_verified": RESERVED_VERIFIED and prices == Prices(),
+        "savings_plan": {
+            "on_demand_discount": prices.savings_plan_on_demand_discount,
+            "provisioned_discount": prices.savings_plan_provisioned_discount,
+            "term_hours": SAVINGS_PLAN_HOURS,
+            "upfront_usd": 0.0,
+        },
+        "reserved_verified": "reserved" not in unverified(prices),
+        "savings_plan_verified": "savings_plan" not in unverified(prices),
     }
 
 
@@ -529,6 +568,7 @@ def as_json(plan: Plan, about: dict[str, Any]) -> dict[str, Any]:
             "term": plan.term,
             "read_units": plan.units.get("read", 0),
             "write_units": plan.units.get("write", 0),
+            "savings_plan_hourly": round(plan.savings_plan_hourly, 4),
         },
         "terms": {
             t: {**v["units"], "expected_usd": round(v["expected_usd"], 4)}
@@ -571,11 +611,12 @@ def as_json(plan: Plan, about: dict[str, Any]) -> dict[str, Any]:
 
 
 def summary(plan: Plan) -> dict[str, Any]:
-    """The plan in short, for ``advise --all-tables`` and its fleet report: the plan, its
-    upfront fee, the month with and without it (and at a third less traffic), the prices'
-    status, and each table's median hourly units under its policy that a reservation could
-    cover (a global table's replica's writes none: ``replicated_writes`` says so; a
-    Standard-Infrequent Access table's units none: ``infrequent_access``)."""
+    """The plan in short, for ``advise --all-tables`` and its fleet report: the plan (the
+    reservation and the Savings Plan's commitment), its upfront fee, the month with and
+    without it (and at a third less traffic), the prices' status, and each table's median
+    hourly units under its policy that a reservation could cover (a global table's
+    replica's writes none: ``replicated_writes`` says so; a Standard-Infrequent Access
+    table's units none: ``infrequent_access``)."""
     f = figures(plan)
     tables: dict[str, dict[str, Any]] = {}
     for t in plan.tables:
@@ -590,10 +631,17 @@ def summary(plan: Plan) -> dict[str, Any]:
         "read_units": plan.units.get("read", 0),
         "write_units": plan.units.get("write", 0),
         "upfront_usd": f["upfront_usd"],
+        "savings_plan_hourly": round(plan.savings_plan_hourly, 4),
+        "savings_plan_discounts": {
+            "on_demand": plan.prices.savings_plan_on_demand_discount,
+            "provisioned": plan.prices.savings_plan_provisioned_discount,
+        },
         "monthly_usd": f["monthly_usd"],
         "fall_by_third_monthly_usd": f["fall_by_third_monthly_usd"],
         "break_even": f["break_even"],
-        "reserved_verified": prices_json(plan.prices)["reserved_verified"],
+        "reserved_verified": "reserved" not in unverified(plan.prices),
+        "savings_plan_verified": "savings_plan" not in unverified(plan.prices),
+        "unverified": [UNVERIFIED_WORDS[k] for k in unverified(plan.prices)],
         "median_hourly_units": tables,
     }
 
@@ -606,113 +654,5 @@ def _median(values: Sequence[float]) -> float:
     return float(ordered[mid]) if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
-def summary_words(short: dict[str, Any]) -> str:
-    """`summary` in one paragraph."""
-    m, fall = short["monthly_usd"], short["fall_by_third_monthly_usd"]
-    plan = (
-        "no reservation pays"
-        if short["term"] is None
-        else f"reserve {short['read_units']:,} read and {short['write_units']:,} write units "
-        f"for {short['term']} ({_money(short['upfront_usd'])} up front)"
-    )
-    unverified = "" if short["reserved_verified"] else "; the reserved fees are unverified"
-    return (
-        f"reserved capacity, on the recommendations: {plan}: {_money(m['with_plan'])} a month "
-        f"with it, {_money(m['without_plan'])} without it; with a third less traffic "
-        f"{_money(fall['with_plan'])} and {_money(fall['without_plan'])}{unverified} "
-        "(docs: Reserved capacity; ddb-capacity reserve plans it with each table's policy "
-        "chosen again at the reserved rate)"
-    )
-
-
-def _money(value: float) -> str:
-    return f"${value:,.2f}"
-
-
-def text(plan: Plan, about: dict[str, Any]) -> str:
-    """The plan in words: what was planned on, the plan, its dollars, the stress, how it was
-    sized, and the prices' status."""
-    f = figures(plan)
-    lines = [about["heading"], ""]
-    width = max((len(t.name) for t in plan.tables), default=5)
-    lines.append(f"{'table':<{width}}  policy")
-    for t in plan.tables:
-        policy = plan.policies[t.name]
-        why = "" if policy == t.listed.policy else f" (at list prices: {t.listed.policy})"
-        why += " (the fleet report's)" if t.name in plan.setup.policies else ""
-        lines.append(f"{t.name:<{width}}  {policy}{why}")
-        lines.extend(f"{'':<{width}}  {w}" for w in t.warnings)
-    lines.append("")
-    if plan.term is None:
-        lines.append("plan: no reservation (no block of 100 units pays on these hours)")
-    else:
-        r, w = plan.units["read"], plan.units["write"]
-        lines.append(
-            f"plan: reserve {r:,} read units ({counted(r // BLOCK_UNITS, 'block')}) and {w:,} "
-            f"write units ({counted(w // BLOCK_UNITS, 'block')}) for {plan.term} "
-            f"({_money(f['upfront_usd'])} up front)"
-        )
-    m, fall = f["monthly_usd"], f["fall_by_third_monthly_usd"]
-    on = "the scored part" if plan.score is not None else "the planning part"
-    lines += [
-        f"a month, on {on}: {_money(m['with_plan'])} with the plan, "
-        f"{_money(m['without_plan'])} without it",
-        f"if traffic falls by a third: {_money(fall['with_plan'])} with the plan, "
-        f"{_money(fall['without_plan'])} without it",
-    ]
-    if plan.score is not None and plan.term is not None and m["with_plan"] > m["without_plan"]:
-        lines.append(
-            f"warning: on the scored part the reservation cost "
-            f"{_money(m['with_plan'] - m['without_plan'])} a month more than buying none: the "
-            "planning part's hours did not hold there; plan on a longer history, or reserve "
-            "less than this plan"
-        )
-    if "current_monthly_usd" in f:
-        lines.append(
-            f"every table on --current {plan.setup.current} (the policy taken to have made "
-            f"the past bill), no reservation: {_money(f['current_monthly_usd'])} a month"
-        )
-    if plan.score is not None:
-        lines.append(
-            f"refused on the scored part: {plan.refused:,.0f} units under these policies, "
-            f"{plan.current_refused:,.0f} under "
-            f"{plan.setup.current}"
-        )
-    be = f["break_even"]
-    lines += [
-        "break-even: a reserved unit pays when provisioned in "
-        + "; ".join(f"{t}: {be[t]['read']:.0%} (read), {be[t]['write']:.0%} (write)" for t in TERMS)
-        + " of hours",
-        _sized_words(plan, f),
-        _prices_words(plan.prices),
-    ]
-    return "\n".join(lines)
-
-
-def _sized_words(plan: Plan, f: dict[str, Any]) -> str:
-    anchor = f["anchors"]
-    terms = ", ".join(
-        f"{t}: {v['units']['read']:,} read / {v['units']['write']:,} write"
-        for t, v in plan.by_term.items()
-    )
-    return (
-        "how it was sized: the blocks that would have cost least over the planning part's "
-        "hours under each table's policy, cut to the most that still cost no more than no "
-        f"reservation if traffic fell by a third ({terms}); the least bill chooses the term. "
-        "From "
-        f"{plan.setup.current}'s hours instead, the level met in 95 % of hours would be "
-        f"{anchor['nops_95']['units']['read']:,} / {anchor['nops_95']['units']['write']:,} "
-        f"({_money(anchor['nops_95']['monthly_usd'])} a month), the past-optimal level "
-        f"{anchor['past_optimal']['units']['read']:,} / "
-        f"{anchor['past_optimal']['units']['write']:,} "
-        f"({_money(anchor['past_optimal']['monthly_usd'])} a month)"
-    )
-
-
-def _prices_words(prices: Prices) -> str:
-    if prices == Prices() and not RESERVED_VERIFIED:
-        return (
-            "prices: us-east-1 list prices; the reserved fees are UNVERIFIED defaults "
-            "(docs: Reserved capacity, 'Prices'): check them and override with --price"
-        )
-    return "prices: as given with --price"
+UNVERIFIED_WORDS = {"reserved": "the reserved fees", "savings_plan": "the Savings Plan's discounts"}
+"""What the words call each commitment's prices (`prices.unverified`)."""

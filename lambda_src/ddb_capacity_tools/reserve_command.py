@@ -7,7 +7,7 @@ every table's CloudWatch history with ``--all-tables``), checked before any work
     ddb-capacity reserve (--trace FILE.csv [--trace FILE.csv ...] | --all-tables [--days N]
                          [--end ISO-8601]) [--score-from ISO-8601] [--current P] [--policy P]
                          [--recommended REPORT.json] [--candidate P ...] [--term 1y|3y|both]
-                         [--price NAME=VALUE ...]
+                         [--price NAME=VALUE ...] [--no-savings-plan]
                          [--processes N] [--json] [--html FILE.html]
                          [--progress auto|bar|lines|none] [--quiet]
 """
@@ -26,7 +26,7 @@ from typing import Any, TextIO
 from ddb_capacity_runtime.core.names import is_table_name
 
 from . import advise as advise_module
-from . import json_files, page, reserve
+from . import json_files, page, reserve, reserve_words
 from .page.reserve_page import reserve_page
 from .simulator.backtest import MAX_DAYS, check_days, describe, history, history_end
 from .simulator.billing import BILLING_HELP, DEFAULT_BASIS
@@ -146,6 +146,12 @@ def _plan_options(rs: argparse.ArgumentParser) -> None:
         help=BILLING_HELP,
     )
     rs.add_argument(
+        "--no-savings-plan",
+        action="store_true",
+        help="plan reserved capacity alone (default: a Database Savings Plan's hourly "
+        "commitment is planned beside it)",
+    )
+    rs.add_argument(
         "--processes",
         type=whole,
         metavar="N",
@@ -182,6 +188,7 @@ def _setup(args: argparse.Namespace) -> reserve.Setup:
         candidates=tuple(args.candidate or CANDIDATES),
         params=params,
         prices=prices,
+        savings_plan=not args.no_savings_plan,
     )
 
 
@@ -365,7 +372,7 @@ def run(
     if args.json:
         out.write(json.dumps(reserve.as_json(plan, about)) + "\n")
     else:
-        out.write(reserve.text(plan, about) + "\n")
+        out.write(reserve_words.text(plan, about) + "\n")
     if args.html:
         written = page.write(args.html, reserve_page(plan, traces[0], split, about))
         err.write(f"page written to {printable(written)}\n")

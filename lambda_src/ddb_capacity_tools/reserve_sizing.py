@@ -51,6 +51,12 @@ class Hours:
     write: Sequence[float]
     weights: list[float]
     other_usd: float = 0.0
+    on_demand: list[float] | None = None
+    """Each hour's on-demand dollars (part of ``other_usd``); None: ``other_usd`` less
+    ``outside`` spread over the hours by weight."""
+    outside: list[float] | None = None
+    """Each hour's provisioned dollars billed outside any reservation (`unreserved`: part of
+    ``other_usd``); None: none."""
 
     def units(self, dimension: str) -> Sequence[float]:
         return self.read if dimension == "read" else self.write
@@ -68,7 +74,13 @@ class Hours:
         billed = sum(u * w for u, w in zip(units, self.weights, strict=True))
         zero = [0.0] * len(units)
         read, write = (zero, self.write) if dimension == "read" else (self.read, zero)
-        return Hours(read, write, self.weights, self.other_usd + billed * unit_hour)
+        on_demand, outside = self.other_hourly()
+        moved = [
+            o + u * w * unit_hour for o, u, w in zip(outside, units, self.weights, strict=True)
+        ]
+        return Hours(
+            read, write, self.weights, self.other_usd + billed * unit_hour, on_demand, moved
+        )
 
     def __add__(self, other: Hours) -> Hours:
         return self._with(other, 1)
@@ -82,6 +94,24 @@ class Hours:
             [a + sign * b for a, b in zip(self.write, other.write, strict=True)],
             self.weights,
             self.other_usd + sign * other.other_usd,
+            *self._other_with(other, sign),
+        )
+
+    def other_hourly(self) -> tuple[list[float], list[float]]:
+        """Each hour's on-demand dollars and provisioned dollars outside any reservation."""
+        outside = self.outside or [0.0] * len(self.weights)
+        if self.on_demand is not None:
+            return self.on_demand, outside
+        rest, total = self.other_usd - sum(outside), self.hours
+        return [rest * w / total if total else 0.0 for w in self.weights], outside
+
+    def _other_with(self, other: Hours, sign: int) -> tuple[list[float] | None, list[float] | None]:
+        if self.on_demand is self.outside is other.on_demand is other.outside is None:
+            return None, None
+        (mine, mine_out), (theirs, theirs_out) = self.other_hourly(), other.other_hourly()
+        return (
+            [a + sign * b for a, b in zip(mine, theirs, strict=True)],
+            [a + sign * b for a, b in zip(mine_out, theirs_out, strict=True)],
         )
 
 
@@ -96,22 +126,27 @@ def hourly(
     """What AWS bills for minutes ``start`` to ``end`` of one table's run (``results``: its
     table and GSIs): per dimension and clock hour, each key's units as ``basis`` bills
     them (`billing.billed_hours`: hourly-max, its highest provisioned level in the hour),
-    summed over the keys; a minute provisioned at 0 is billed as on-demand."""
+    summed over the keys; a minute provisioned at 0 is billed as on-demand, and its dollars
+    kept by hour too."""
     first = (trace.start.minute + start) % 60
     weights: list[float] = billing.billed_hours([0] * (end - start), first, basis)[1]
     sums = {d: [0.0] * len(weights) for d in DIMENSIONS}
-    other = 0.0
+    other, on_demand = 0.0, [0.0] * len(weights)
     for r in results:
         provisioned = r.recorded.provisioned[start:end]
         units = billing.billed_hours(provisioned, first, basis)[0]
-        od = sum(
-            s for p, s in zip(provisioned, r.recorded.served[start:end], strict=True) if p <= 0
-        )
+        od_hours = [0.0] * len(weights)
+        for i, (p, s) in enumerate(zip(provisioned, r.recorded.served[start:end], strict=True)):
+            if p <= 0:
+                od_hours[(first + i) // 60] += s
+        od = sum(od_hours)
         other += prices.on_demand(r.key[1], od)
+        for h, served_h in enumerate(od_hours):
+            on_demand[h] += prices.on_demand(r.key[1], served_h)
         column = sums[r.key[1]]
         for h, level in enumerate(units):
             column[h] += level
-    return Hours(sums["read"], sums["write"], weights, other)
+    return Hours(sums["read"], sums["write"], weights, other, on_demand)
 
 
 @dataclass(frozen=True)

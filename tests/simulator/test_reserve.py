@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ddb_capacity_tools import advise as advise_module
-from ddb_capacity_tools import reserve, reserve_command, reserve_sizing
+from ddb_capacity_tools import reserve, reserve_command, reserve_sizing, reserve_words
 from ddb_capacity_tools.cli import main
 from ddb_capacity_tools.local_aws import put_traffic
 from ddb_capacity_tools.simulator.backtest import describe
@@ -174,7 +174,7 @@ def test_a_plan_of_one_block_says_one_block() -> None:
     plan = reserve.plan_fleet(tables, ["3y"], reserve.Setup())
     assert plan.units == {"read": 100, "write": 200}
     # THEN the words count them as words do
-    words = reserve.text(plan, {"heading": "reserve"})
+    words = reserve_words.text(plan, {"heading": "reserve"})
     assert "reserve 100 read units (1 block) and 200 write units (2 blocks) for 3y" in words
 
 
@@ -648,12 +648,12 @@ def test_advise_all_tables_shows_the_reservation_beside_each_tables_advice(
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["reservation"] == plan
     page = (tmp_path / "report.html").read_text()
-    assert "<h2>Reserved capacity</h2>" in page and 'id="reservation"' in page
+    assert "<h2>Reserved capacity and Savings Plan</h2>" in page and 'id="reservation"' in page
     code, words, _ = run(
         "advise", "--all-tables", "--days", "1", "--end", end.isoformat(), "--quiet",
         "--processes", "1", "--workers", "1", *few,
     )  # fmt: skip
-    assert "reserved capacity, on the recommendations: reserve" in words
+    assert "commitments, on the recommendations: reserve" in words
 
 
 def test_a_fleet_reports_recommendations_replace_tune_for_the_tables_it_advised(

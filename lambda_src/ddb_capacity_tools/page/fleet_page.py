@@ -95,6 +95,21 @@ def _totals(t: dict[str, Any]) -> str:
     )
 
 
+def _fees(plan: dict[str, Any]) -> str:
+    """The Savings Plan's discounts, and which prices are unverified, in words."""
+    said = plan.get("unverified") or (
+        [] if plan.get("reserved_verified", True) else ["the reserved fees"]
+    )
+    d = plan.get("savings_plan_discounts")
+    off = (
+        f" The Savings Plan takes {d['on_demand']:.0%} off on-demand throughput and "
+        f"{d['provisioned']:.0%} off provisioned capacity."
+        if d
+        else ""
+    )
+    return off + (f" {' and '.join(said).capitalize()} are unverified." if said else "")
+
+
 def _reservation(plan: dict[str, Any] | None) -> str:
     """The fleet's reservation plan, and each table's median hourly units under its
     recommendation beside it; nothing when no plan was made."""
@@ -110,21 +125,26 @@ def _reservation(plan: dict[str, Any] | None) -> str:
         else f"{plan['read_units']:,} read and {plan['write_units']:,} write units for "
         f"{plan['term']}"
     )
+    hourly = plan.get("savings_plan_hourly", 0.0)
     return (
-        "<h2>Reserved capacity</h2>"
+        "<h2>Reserved capacity and Savings Plan</h2>"
         '<div class="figures">'
         + figure("plan", words)
-        + figure("a month with it", money(m["with_plan"]), "good")
-        + figure("a month without it", money(m["without_plan"]))
+        + figure("Savings Plan, an hour", money(hourly))
+        + figure("a month with them", money(m["with_plan"]), "good")
+        + figure("a month without them", money(m["without_plan"]))
         + figure("up front", money(plan["upfront_usd"]))
         + "</div>"
         + '<p class="muted">'
         + text(
-            "Sized on each table's recommendation over its whole history (docs: Reserved "
-            "capacity): an hour's units are the highest provisioned in it, summed over the "
-            "tables. `ddb-capacity reserve` plans it with each table's policy chosen again "
-            "at the reserved rate and scores it on history it was not planned on."
-            + ("" if plan["reserved_verified"] else " The reserved fees are unverified.")
+            "Sized on each table's recommendation over its whole history (docs: Commitments): "
+            "an hour's units are the highest provisioned in it, summed over the tables; the "
+            "Database Savings Plan's hourly commitment (one year, no upfront) is the one that "
+            "would have cost least beside the reservation, on the on-demand spend and the "
+            "provisioned spend the reservation leaves. `ddb-capacity reserve` plans them "
+            "with each table's policy chosen again at the reserved rate and scores them on "
+            "history they were not planned on."
+            + _fees(plan)
         )
         + "</p>"
         + table(

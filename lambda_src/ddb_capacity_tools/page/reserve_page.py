@@ -10,6 +10,7 @@ from typing import Any
 
 from ..reserve import Plan, figures
 from ..reserve_sizing import DIMENSIONS, Hours
+from ..reserve_words import fees_words
 from ..simulator.billing import DEFAULT_BASIS, HOURLY_MAX
 from ..simulator.text import counted
 from ..simulator.trace import Trace
@@ -85,6 +86,11 @@ def reserve_page(plan: Plan, trace: Trace, split: int, about: dict[str, Any]) ->
             figure("a month without it", money(f["monthly_usd"]["without_plan"])),
             figure("up front", money(f["upfront_usd"])),
             figure(
+                "Savings Plan, an hour",
+                money(plan.savings_plan_hourly) if plan.setup.savings_plan else "not planned",
+            ),
+            figure("with the reservation alone", money(f["monthly_usd"]["reservation_only"])),
+            figure(
                 "traffic a third lower, with / without",
                 f"{money(f['fall_by_third_monthly_usd']['with_plan'])} / "
                 f"{money(f['fall_by_third_monthly_usd']['without_plan'])}",
@@ -101,6 +107,9 @@ def reserve_page(plan: Plan, trace: Trace, split: int, about: dict[str, Any]) ->
         f'<div class="figures">{heads}</div>'
         "<h2>The fleet's hourly units and the reservation</h2>"
         f'<p class="lead">{text(_units_words(about.get("billing_basis", DEFAULT_BASIS)))}'
-        " Shaded: the planning part.</p>" + "".join(holders)
+        " Shaded: the planning part.</p>"
+        + "".join(holders)
+        + "<h2>Fees</h2>"
+        + "".join(f"<p>{text(line)}</p>" for line in fees_words(plan))
     )
     return document("ddb-capacity reserve", body, {"charts": charts})

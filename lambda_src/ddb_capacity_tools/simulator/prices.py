@@ -27,6 +27,14 @@ Guide, "DynamoDB reserved capacity"), which these figures reproduce to the perce
 the dollar figures themselves: they are UNVERIFIED (`RESERVED_VERIFIED`), and the plan says
 so. Override each (``--price reserved_1y_wcu_upfront=...``).
 
+A Database Savings Plan (docs: Commitments) is a one-year, no-upfront commitment of dollars
+an hour across AWS's database services and Regions; for DynamoDB it takes a share off
+on-demand throughput and off provisioned capacity, applied after reserved capacity. The
+defaults are the shares commonly quoted for DynamoDB (up to 18 % off on-demand throughput, up
+to 12 % off provisioned capacity), not checked against AWS's own pages: UNVERIFIED
+(`SAVINGS_PLAN_VERIFIED`), and the plan says so. Override each
+(``--price savings_plan_on_demand_discount=0.18``).
+
 The Standard-Infrequent Access table class (docs: Tune, "Table class") stores data for less
 and serves throughput for more: us-east-1 list prices, $0.25 a GB-month stored in Standard
 against $0.10 in Standard-IA, and 25 % more per provisioned unit-hour and per on-demand
@@ -57,6 +65,28 @@ POSITIVE = {
 RESERVED_VERIFIED = False
 """Whether the reserved prices' defaults were checked against AWS's own pricing page (see the
 module's docstring): they were not, and output that uses them says so."""
+SAVINGS_PLAN_VERIFIED = False
+"""Whether the Database Savings Plan's default discounts were checked against AWS's own
+pricing page: they were not, and output that uses them says so."""
+SAVINGS_PLAN_HOURS = 8760
+"""A Database Savings Plan's term: one year, in hours."""
+FRACTIONS = {
+    "savings_plan_on_demand_discount": "the share a Database Savings Plan takes off on-demand "
+    "throughput",
+    "savings_plan_provisioned_discount": "the share a Database Savings Plan takes off "
+    "provisioned capacity",
+}
+"""The prices that are shares of a list price, from 0 to below 1, and what each is."""
+INSTRUMENT_PRICES = {
+    "reserved": tuple(
+        f"reserved_{term}_{kind}_{fee}"
+        for term in ("1y", "3y")
+        for kind in ("wcu", "rcu")
+        for fee in ("upfront", "hour")
+    ),
+    "savings_plan": tuple(FRACTIONS),
+}
+"""Each commitment's prices, whose defaults are unverified (`unverified`)."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +114,10 @@ class Prices:
     reserved_3y_wcu_hour: float = 0.0081
     reserved_3y_rcu_upfront: float = 36.0
     reserved_3y_rcu_hour: float = 0.0016
+    savings_plan_on_demand_discount: float = 0.18
+    """Database Savings Plan: the share taken off on-demand throughput (UNVERIFIED)."""
+    savings_plan_provisioned_discount: float = 0.12
+    """Database Savings Plan: the share taken off provisioned capacity (UNVERIFIED)."""
     storage_gb_month: float = 0.25
     """Standard table class: dollars a GB-month stored (the 25 GB AWS stores free each month
     are the account's, whichever tables hold them, so a table's class is compared without them)."""
@@ -161,6 +195,11 @@ class Prices:
                 value = float(text)
             except ValueError:
                 value = math.nan
+            if name in FRACTIONS and not 0 <= value < 1:
+                raise PriceError(
+                    f"--price {name}: got {text!r}; expected a fraction from 0 up to but not "
+                    f"including 1 ({FRACTIONS[name]}: 0.18 is 18 %)"
+                )
             if not math.isfinite(value) or value < 0:
                 raise PriceError(f"--price {name}: got {text!r}; expected a number of dollars >= 0")
             if name in POSITIVE and value == 0:
@@ -170,3 +209,15 @@ class Prices:
                 )
             changes[name] = value
         return replace(self, **changes)
+
+
+def unverified(prices: Prices) -> list[str]:
+    """The commitments (keys of `INSTRUMENT_PRICES`) any of whose prices in ``prices`` is a
+    default nobody checked: ``--price`` gives the user's own, taken as checked."""
+    default = Prices()
+    checked = {"reserved": RESERVED_VERIFIED, "savings_plan": SAVINGS_PLAN_VERIFIED}
+    return [
+        kind
+        for kind, names in INSTRUMENT_PRICES.items()
+        if not checked[kind] and any(getattr(prices, n) == getattr(default, n) for n in names)
+    ]
