@@ -400,6 +400,22 @@ def _choose(
     return switched, units, least
 
 
+def _best_term(
+    tables: Sequence[TableHours], terms: Sequence[str], prices: Prices, listed: Hours
+) -> tuple[str | None, dict[str, dict[str, Any]]]:
+    """For each term of ``terms``, the tables' policies and reserved units (`_choose`), and
+    the term whose bill over the planning part is least, against no reservation with every
+    table on its listed policy (``listed``; None when no block pays)."""
+    by_term: dict[str, dict[str, Any]] = {}
+    best: tuple[float, str | None] = (fleet_bill(listed, {}, None, prices), None)
+    for each in terms:
+        switched, units, least = _choose(tables, each, prices)
+        by_term[each] = {"units": units, "expected_usd": least, "switched": sorted(switched)}
+        if any(units.values()) and least < best[0] - 1e-9:
+            best = (least, each)
+    return best[1], by_term
+
+
 def plan_fleet(tables: Sequence[TableHours], terms: Sequence[str], setup: Setup) -> Plan:
     """The fleet's plan from its tables' hours: for each term of ``terms``, the tables'
     policies (`_choose`) and the reserved units (`no_regret`); of those, the term whose
@@ -410,14 +426,7 @@ def plan_fleet(tables: Sequence[TableHours], terms: Sequence[str], setup: Setup)
     prices = setup.prices
     listed = _sum([t.listed.plan for t in tables])
     assert listed is not None
-    by_term: dict[str, dict[str, Any]] = {}
-    best: tuple[float, str | None] = (fleet_bill(listed, {}, None, prices), None)
-    for each in terms:
-        switched, units, least = _choose(tables, each, prices)
-        by_term[each] = {"units": units, "expected_usd": least, "switched": sorted(switched)}
-        if any(units.values()) and least < best[0] - 1e-9:
-            best = (least, each)
-    term = best[1]
+    term, by_term = _best_term(tables, terms, prices, listed)
     chosen = set(by_term[term]["switched"]) if term is not None else set()
     runs = [t.run(t.name in chosen) for t in tables]
     current = _sum([t.current.plan for t in tables])

@@ -22,18 +22,15 @@ from ddb_capacity_tools import reserve, reserve_command, reserve_sizing, reserve
 from ddb_capacity_tools.cli import main
 from ddb_capacity_tools.local_aws import put_traffic
 from ddb_capacity_tools.simulator.backtest import describe
-from ddb_capacity_tools.simulator.model import Recorded
 from ddb_capacity_tools.simulator.prices import Prices
-from ddb_capacity_tools.simulator.run import DimensionResult
 from ddb_capacity_tools.simulator.scenarios import scenario
 from ddb_capacity_tools.simulator.table_class import STANDARD_IA
-from ddb_capacity_tools.simulator.trace import Trace
 from tests.support import browser
 from tests.support.cli import Terminal
 from tests.support.hypothesis_profiles import examples
 from tests.support.report_page import panels, series
+from tests.support.reserve import START, result, trace_of, write_trace
 
-START = datetime(2026, 1, 5, 0, 30, tzinfo=UTC)
 PRICES = Prices()
 REGION = "ap-south-2"
 """A Region no other test uses, so that --all-tables sees only these tables."""
@@ -44,19 +41,6 @@ def run(*argv: str, terminal: bool = False) -> tuple[int, str, str]:
     out, err = io.StringIO(), Terminal() if terminal else io.StringIO()
     code = main(list(argv), out, err)
     return code, out.getvalue(), err.getvalue()
-
-
-def result(dimension: str, provisioned: list[int], served: list[float] | None = None) -> Any:
-    served = served if served is not None else [0.0] * len(provisioned)
-    zeros = [0.0] * len(provisioned)
-    recorded = Recorded(list(served), list(served), zeros, list(provisioned), zeros)
-    return DimensionResult(
-        "p", (None, dimension), 0.0, 0, None, 0.0, 0.0, 0, 0, 0, 0.0, recorded=recorded
-    )
-
-
-def trace_of(minutes: int, start: datetime = START) -> Trace:
-    return Trace("t", start, {(None, "read"): [1.0] * minutes, (None, "write"): [1.0] * minutes})
 
 
 def test_an_hour_bills_its_highest_level_and_a_part_hour_its_minutes() -> None:
@@ -176,15 +160,6 @@ def test_a_plan_of_one_block_says_one_block() -> None:
     # THEN the words count them as words do
     words = reserve_words.text(plan, {"heading": "reserve"})
     assert "reserve 100 read units (1 block) and 200 write units (2 blocks) for 3y" in words
-
-
-def write_trace(path: Path, minutes: int, read: float, start: datetime = START) -> str:
-    rows = ["timestamp,read,write"]
-    for m in range(minutes):
-        swing = read * (1.5 if (m // 60) % 24 >= 12 else 1.0)
-        rows.append(f"{start + timedelta(minutes=m):%Y-%m-%dT%H:%M:%SZ},{swing},{swing / 4}")
-    path.write_text("\n".join(rows) + "\n")
-    return str(path)
 
 
 @pytest.fixture(scope="module")

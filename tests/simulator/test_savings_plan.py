@@ -16,8 +16,8 @@ from ddb_capacity_tools import reserve, reserve_sizing, savings_plan
 from ddb_capacity_tools.cli import main
 from ddb_capacity_tools.savings_plan import Hour
 from ddb_capacity_tools.simulator.prices import Prices
-from tests.simulator.test_reserve import START, result, trace_of, write_trace
 from tests.support.hypothesis_profiles import examples
+from tests.support.reserve import START, result, trace_of, write_trace
 
 PRICES = Prices()
 
