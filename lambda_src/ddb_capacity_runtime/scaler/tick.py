@@ -252,7 +252,11 @@ def _measure(t: _Tick, tables: list[ManagedTable]) -> dict[Key, Series]:
     t.shared_failures += errors
     provisioned = {d.key: d.provisioned for table in tables for d in table.dimensions}
     tick = t.config.tick_minutes
-    due = [k for k in keys if throttles_due(series[k].consumed, provisioned[k], t.now, tick)]
+    due = [  # not those wholly unknown (their call failed): their throttles would be too
+        k
+        for k, s in series.items()
+        if not all(s.unknown or [False]) and throttles_due(s.consumed, provisioned[k], t.now, tick)
+    ]
     unread: dict[Key, str] = {}  # each such dimension held: never lowered this tick
     if due:
         series = metrics.fetch_throttles(
