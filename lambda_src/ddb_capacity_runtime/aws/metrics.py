@@ -99,11 +99,7 @@ def fetch(
     Each GetMetricData call is retried by botocore (the client's retry mode). With
     ``errors`` given, a batch that still fails leaves its keys wholly unknown and its error
     appended (to ``throttled`` instead, when given and the call was throttled); without, it
-    raises.
-
-    ``throttles`` False: consumption alone, each series ``throttles_read`` False (its
-    throttles read later where due: `fetch_throttles`).
-    """
+    raises. ``throttles`` False: consumption alone (`fetch_throttles` reads the rest)."""
     planned = queries(keys, ("consumed", "throttles") if throttles else ("consumed",))
     minutes = int((end - start) / MINUTE)
     starts = [start + i * MINUTE for i in range(minutes)]

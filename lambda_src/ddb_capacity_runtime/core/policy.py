@@ -243,7 +243,6 @@ def noise_aim(state: DimensionState, config: PolicyConfig, target: float) -> flo
         not config.noise_aim
         or state.unknown_minutes
         or not state.decreases_allowed
-        or not state.throttles_read
         or len(consumed) < span
         or any(t != 0 for t in throttles[-span:])  # a NaN counts as a throttle
     ):
