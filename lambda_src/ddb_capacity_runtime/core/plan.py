@@ -180,6 +180,7 @@ def dimension_state(
         d.least_fall,
         unfixable,
         fresh if fresh > 0 else 0,
+        s.throttles_read,
     )
 
 
