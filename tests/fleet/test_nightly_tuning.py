@@ -96,8 +96,8 @@ def test_a_recommendation_is_read_as_the_report_reads_it() -> None:
 def test_a_table_whose_traffic_changed_gets_a_new_target_that_its_scaler_applies(
     world: World, aws_client: Any
 ) -> None:
-    # GIVEN a table whose write target the autopilot owns at 70 %, busy for the last three
-    # hours of a day without traffic, and the advisor's worker advising it from its
+    # GIVEN a table whose write target the autopilot owns at 70 %, busy for the last six
+    # hours of a day without traffic (three would be cheaper on-demand), and the advisor's worker advising it from its
     # CloudWatch history: after hours idle, scaled in to its minimum of 10, the table meets
     # 150 units/s at once, which target tracking follows only minutes later; every stock
     # target refuses then, the lower (the more headroom) the less, so the advisor's rule
@@ -105,8 +105,8 @@ def test_a_table_whose_traffic_changed_gets_a_new_target_that_its_scaler_applies
     # docs/guides/tune.md) picks the lowest stock target it runs, 30 %
     name = world.table("Steady", 10, 400, tagged=False)
     world.target(name, "write", 10, 20_000)
-    world.traffic(name, "write", 150, minutes=range(1, 181))
-    world.traffic(name, "read", 1, minutes=range(1, 181))
+    world.traffic(name, "write", 150, minutes=range(1, 361))
+    world.traffic(name, "read", 1, minutes=range(1, 361))
     run_id = start_run(world)
     clients = {
         "cloudwatch": world.cw,

@@ -44,7 +44,9 @@ def test_a_table_class_is_read_as_untrusted_input(answer: Any, expected: str | N
 def test_a_standard_ia_tables_units_are_never_reservable(region: dict[str, Any]) -> None:
     # GIVEN a table's day of history, advised as a Standard table and as a Standard-IA one
     busy(region, "Archive", 40)
-    setup = reserving(region["end"])
+    # (billed by the minute: by each hour's highest level, three busy hours a day are
+    # cheaper on-demand, and nothing would be reservable in either class)
+    setup = reserving(region["end"], billing="per-minute")
     plain = advise_module.advise_one(region["cloudwatch"], region["ddb"], "Archive", None, setup)
     assert not isinstance(plain, Failure) and "Standard-Infrequent Access" not in plain.notes
     trace = history(region["cloudwatch"], region["ddb"], "Archive", None, 1, region["end"])
