@@ -20,10 +20,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any, Protocol
 
 from ddb_capacity_runtime.core import settings
 from ddb_capacity_runtime.core.delivery import (
+    WITNESS_PERIOD_MINUTES,
     Verdict,
     decided_from,
     hold_unwitnessed,
@@ -283,6 +285,8 @@ class ThrottleAware:
         """The table last described, and the last one `apply_plans` made from it with what the plans
         asked (`_apply_plans`)."""
         self._planned: tuple[ManagedTable, list[Any], ManagedTable] | None = None
+        self._verdicts: dict[tuple[int, int, int], bool] = {}
+        """The delivery verdict per phase of a tick's time (`delivered`)."""
         # what a tick reads: its window and the newest minutes (the metric lag's)
         self._history_minutes = self.config.history_minutes + self.config.metric_lag_minutes
 
@@ -403,8 +407,7 @@ class ThrottleAware:
             if self.own_target:
                 self._retarget(table)
         floor = reservation_floor(self.config.reservation, [table])  # its tables: this one
-        since = decided_from(now, self.config)  # every dimension's witness, as one
-        delivered = verdict(sim.witness_through(t), now, since) is Verdict.DELIVERED
+        delivered = self.delivered(sim, t, now)  # every dimension's witness, as one
 
         def plan(read: Mapping[SeriesKey, Series]) -> list[tuple[Change, Decision]]:
             return plan_table(table, read, self.config, now, floor=floor)  # this module's name
@@ -414,6 +417,24 @@ class ThrottleAware:
         if floor is not None:
             planned, _ = floor_planned(planned, floor)
         self._carry_out(sim, t, planned)
+
+    def delivered(self, sim: SimulatedTable, t: int, now: datetime) -> bool:
+        """`delivered_now`, kept per phase of ``now`` in the witness period (its minute
+        within the period, its second and microsecond): the witness's timestamp, the
+        decided-from minute and the verdict's limits all move with ``now`` by whole
+        minutes, aligned on periods that divide an hour, so a tick a whole number of
+        periods later has the same verdict."""
+        phase = (now.minute % WITNESS_PERIOD_MINUTES, now.second, now.microsecond)
+        known = self._verdicts.get(phase)
+        if known is None:
+            known = self._verdicts[phase] = self.delivered_now(sim, t, now)
+        return known
+
+    def delivered_now(self, sim: SimulatedTable, t: int, now: datetime) -> bool:
+        """Whether the tick at ``t`` (at ``now``) finds the table's delivery witnessed
+        (`verdict` DELIVERED) for the minutes its decreases are decided on."""
+        since = decided_from(now, self.config)
+        return verdict(sim.witness_through(t), now, since) is Verdict.DELIVERED
 
     def _apply_plans(self, table: ManagedTable, t: int) -> ManagedTable:
         """`apply_plans` at ``t``: the table it made last while the table described,

@@ -86,6 +86,9 @@ class AutoScaling:
         """Per target, the minimum a surge of the fast path holds it at, above ``min``."""
         self.waiting: dict[Key, int] = {}
         """The minute each target's refused change was first asked for (oldest goes first)."""
+        self.held: dict[Key, tuple[int, float]] = {}
+        """Per target, until which minute (exclusive) its low alarm cannot fire at a
+        threshold up to the value given (`_hold`)."""
         self.firings: dict[int, list[Firing]] = {}
         for f in firings:
             self.firings.setdefault(f.minute, []).append(f)
@@ -203,15 +206,42 @@ class AutoScaling:
         down when consumed capacity becomes zero)."""
         provisioned = sim.dims[key].provisioned
         threshold = (target - LOW_MARGIN) * provisioned
+        held = self.held.get(key)
+        if held is not None and t < held[0] and threshold <= held[1]:
+            return  # a datapoint at or above the threshold is still among the newest 15
         low = sim.present(key, t, LOW_DATAPOINTS + EXTRA_PERIODS)
-        if len(low) >= LOW_DATAPOINTS:
-            peak = max(low[-LOW_DATAPOINTS:])
-            if peak < threshold:
-                wanted = clamp(peak / target, *bounds)
-                if wanted < provisioned and self.reservation is not None:
-                    wanted = self._floor(sim).cut(key[1], provisioned, wanted)
-                if wanted < provisioned:
-                    self._update(sim, t, key, wanted)
+        if len(low) < LOW_DATAPOINTS:
+            return
+        peak = max(low[-LOW_DATAPOINTS:])
+        if peak >= threshold:
+            self._hold(sim, t, key, threshold)
+            return
+        wanted = clamp(peak / target, *bounds)
+        if wanted < provisioned and self.reservation is not None:
+            wanted = self._floor(sim).cut(key[1], provisioned, wanted)
+        if wanted < provisioned:
+            self._update(sim, t, key, wanted)
+
+    def _hold(self, sim: SimulatedTable, t: int, key: Key, threshold: float) -> None:
+        """Note until when ``key``'s low alarm, found not firing at ``t`` on a datapoint at
+        or above ``threshold``, cannot fire (`held`), so that the minutes until then skip
+        its evaluation: with datapoints delivered in order (no ``delay_spread_minutes``),
+        the newest such datapoint among the window's newest `LOW_DATAPOINTS` minutes stays
+        among the alarm's newest `LOW_DATAPOINTS` datapoints until that many minutes follow
+        it in the window, and holds the alarm at any threshold up to its value. Datapoints
+        never change once published."""
+        p = sim.params
+        if p.delay_spread_minutes:
+            return
+        served = sim.dims[key].served
+        stop = min(t + sim.offset - p.metric_delay_minutes, len(served))  # as `present`
+        for i in range(stop - 1, max(stop - LOW_DATAPOINTS, 0) - 1, -1):
+            value = served[i]
+            if value and value >= threshold:
+                # the window at minute u ends (exclusive) at u + offset - delay
+                until = i + LOW_DATAPOINTS + 1 + p.metric_delay_minutes - sim.offset
+                self.held[key] = (until, value)
+                return
 
     def _floor(self, sim: SimulatedTable) -> Floor:
         """The reservation floor over every dimension now (a change in flight counted at
