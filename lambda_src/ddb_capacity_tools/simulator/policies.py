@@ -18,12 +18,14 @@ cutting its decreases at `ddb_capacity_runtime.core.reservation.Floor`, the scal
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any, Protocol
 
 from ddb_capacity_runtime.core import settings
 from ddb_capacity_runtime.core.delivery import (
+    WITNESS_PERIOD_MINUTES,
     Verdict,
     decided_from,
     hold_unwitnessed,
@@ -48,8 +50,7 @@ from ddb_capacity_runtime.core.plan import (
     plan_table,
     reservation_floor,
 )
-from ddb_capacity_runtime.core.policy import HOLD, Decision, PolicyConfig, capacity_units
-from ddb_capacity_runtime.core.reservation import Floor, Reservation
+from ddb_capacity_runtime.core.policy import HOLD, Decision, PolicyConfig
 from ddb_capacity_runtime.core.series import Key as SeriesKey
 from ddb_capacity_runtime.core.series import Series, tell_causes, throttles_due, window
 from ddb_capacity_runtime.core.settings import ScalerConfig
@@ -60,21 +61,18 @@ from ..tool_errors import PolicyError as PolicyError
 from .fast_path_model import FastPath, sources
 from .model import SimulatedTable
 from .params import ModelParams
-from .schedules import Firing
+from .stock import EXTRA_PERIODS as EXTRA_PERIODS
+from .stock import HIGH_DATAPOINTS as HIGH_DATAPOINTS
+from .stock import LOW_DATAPOINTS as LOW_DATAPOINTS
+from .stock import LOW_MARGIN as LOW_MARGIN
+from .stock import AutoScaling as AutoScaling
+from .stock import clamp
 from .trace import MINUTE, Key, Trace
 
 SIMULATED_TABLE = "simulated"
 TABLE_ARN = f"arn:simulated:table/{SIMULATED_TABLE}"
 HISTORY_STEPS = HISTORY_DAYS * 1440 // STEP_MINUTES
 """The autopilot's history: 14 days of 5-minute steps (core.forecast)."""
-HIGH_DATAPOINTS, LOW_DATAPOINTS, LOW_MARGIN = 2, 15, 0.20
-"""Application Auto Scaling's alarms for target tracking on DynamoDB (DESIGN.md, "Facts")."""
-EXTRA_PERIODS = 2
-"""How many minutes further back than its evaluation periods an alarm looks for datapoints (its
-evaluation range: 4 minutes for the high alarm, 17 for the low). CloudWatch retrieves more
-datapoints than the evaluation periods and, where some are missing, evaluates the most recent ones
-it has; it documents the range by its example only, 3 evaluation periods and 5 datapoints
-("Configuring how CloudWatch alarms treat missing data"): the model takes the same 2 more."""
 DEFAULT_TICK_MINUTES = settings.DEFAULT_TICK_MINUTES  # the Lambda's and the construct's
 SPEC_HELP = (
     "fixed:N, stock:T, scheduled, scheduled:T, throttle-aware, "
@@ -100,10 +98,6 @@ RESERVABLE = frozenset({"stock", "scheduled", "throttle-aware", "autopilot"})
 SIMULATED_POLICY = TrackingPolicy("simulated", "DynamoDBCapacityUtilization")
 """The target-tracking policy of an owned simulated target (its name and metric are never read: the
 simulated auto scaling tracks its target directly)."""
-
-
-Bounds = tuple[int, int]
-"""A target's [min, max] (capacity units)."""
 
 
 class Policy(Protocol):
@@ -202,12 +196,6 @@ def parse(text: str, max_capacity: int | None = 40_000, option: str = "--policy"
     raise PolicyError(f"{option}: got {text!r}; expected {SPEC_HELP}")
 
 
-def _clamp(value: float, lo: int, hi: int) -> int:
-    units = capacity_units(value)  # max(lo, min(hi, units)), as conditionals (a hot path)
-    units = units if units < hi else hi
-    return units if units > lo else lo
-
-
 class Fixed:
     def __init__(self, n: int) -> None:
         self.n = n
@@ -217,195 +205,6 @@ class Fixed:
 
     def act(self, sim: SimulatedTable, t: int) -> None:
         return None
-
-
-class AutoScaling:
-    """Application Auto Scaling target tracking on every dimension, with scheduled actions.
-
-    Each dimension is its own scalable target. Each minute, per dimension: a scheduled action
-    in force sets min/max and capacity outside the range is moved into it at once; the high
-    alarm (the last 2 datapoints CloudWatch holds above target x provisioned) scales out to
-    the latest datapoint / target; the low alarm (the last 15 below (target - 20 points) x
-    provisioned) scales in, but only to the highest of those 15 datapoints / target. A minute
-    without traffic has no datapoint: each alarm evaluates the most recent datapoints within
-    its evaluation range (`EXTRA_PERIODS` more minutes than it needs), and with too few there
-    it takes no action, so an idle table is not scaled in. Target tracking does
-    not scale in so far that the metric would likely go back above the target; sizing on the
-    window's peak is how the model reads that rule (docs/guides/simulator.md#stock-target-tracking).
-
-    A refused UpdateTable (another update of the table or GSI in flight, or the decrease
-    quota) is retried the next minute, as the alarm stays in ALARM and Application Auto
-    Scaling retries the scaling activity. Targets that share a table (its read and write, or
-    a GSI's) are served oldest-waiting first, so neither starves the other whatever the
-    order of the dimensions.
-
-    With a ``reservation`` (``stock:T+reserved``), a scale-in is cut so that the
-    dimension's total over the table and its GSIs stays at or above the reserved units
-    (`Floor`, a change in flight counted at the lower of its old and new capacity):
-    target tracking as it would be if it knew the reservation. The library deploys no
-    such target tracking; the scaler's floor holds its own decreases.
-    """
-
-    def __init__(
-        self,
-        target_percent: int,
-        params: ModelParams,
-        keys: Sequence[Key],
-        firings: Sequence[Firing] = (),
-        scale_in: bool = True,
-        reservation: Reservation | None = None,
-    ) -> None:
-        self.target = target_percent / 100
-        self.reservation = reservation if reservation else None
-        """scale-in never takes a dimension's total below it (None: no floor)"""
-        self.targets: dict[Key, float] = {}
-        """per target, a target value (a fraction) other than ``target``: an owned one, as the
-        scaler set it (``own_target``)"""
-        self.params = params
-        self.scale_in = scale_in
-        self.min = {k: params.min_capacity for k in keys}
-        self.max = {k: params.max_capacity for k in keys}
-        self.surge: dict[Key, int] = {}
-        """Per target, the minimum a surge of the fast path holds it at, above ``min``."""
-        self.waiting: dict[Key, int] = {}
-        """The minute each target's refused change was first asked for (oldest goes first)."""
-        self.firings: dict[int, list[Firing]] = {}
-        for f in firings:
-            self.firings.setdefault(f.minute, []).append(f)
-        earliest = -params.warmup_minutes
-        for f in sorted((f for f in firings if f.minute < earliest), key=lambda f: f.minute):
-            self.min[f.key], self.max[f.key] = f.min_capacity, f.max_capacity
-
-    def initial(self, trace: Trace, params: ModelParams) -> dict[Key, int]:
-        return {
-            k: _clamp(d[0] / self.target, self.min[k], self.max[k]) for k, d in trace.demand.items()
-        }
-
-    def set_min(self, sim: SimulatedTable, t: int, key: Key, value: int) -> None:
-        self.min[key] = value
-        self._enforce(sim, t, key)
-
-    def set_surge(self, key: Key, level: int) -> None:
-        """Hold ``key``'s minimum at ``level`` (0: no longer) while a surge lasts; the
-        target keeps the larger of it and its own minimum."""
-        if level:
-            self.surge[key] = level
-        else:
-            self.surge.pop(key, None)
-
-    def _enforce(self, sim: SimulatedTable, t: int, key: Key) -> bool:
-        current = sim.current(key)
-        wanted = min(max(current, self.min[key], self.surge.get(key, 0)), self.max[key])
-        if wanted != current:
-            self._update(sim, t, key, wanted)
-            return True
-        return False
-
-    def _update(self, sim: SimulatedTable, t: int, key: Key, wanted: int) -> None:
-        """One scaling activity's UpdateTable; a refused one waits for the next minute."""
-        if sim.update_table(t, key[0], {key[1]: wanted}) == "applied":
-            self.waiting.pop(key, None)
-        else:
-            self.waiting.setdefault(key, t)
-
-    def act(self, sim: SimulatedTable, t: int) -> None:
-        firings = self.firings.get(t)
-        if firings:
-            for f in firings:
-                self.min[f.key], self.max[f.key] = f.min_capacity, f.max_capacity
-        waiting = self.waiting
-        # stable: ties keep order
-        order = sorted(sim.keys, key=lambda k: waiting.get(k, t)) if waiting else sim.keys
-        for key in order:
-            self._act_on(sim, t, key)
-
-    def _range(self, key: Key) -> tuple[int, int]:
-        """``key``'s [min, max]: a surge's minimum where it is higher."""
-        lo, surge = self.min[key], self.surge
-        if surge and surge.get(key, 0) > lo:
-            lo = surge[key]
-        return lo, self.max[key]
-
-    def _act_on(self, sim: SimulatedTable, t: int, key: Key) -> None:
-        """One target's minute: capacity moved into [min, max], else its alarms."""
-        target = self.targets.get(key, self.target) if self.targets else self.target
-        d = sim.dims[key]
-        # _enforce, inline: capacity outside [min, max] (what is in flight counts)
-        pending = d.pending
-        current = d.provisioned if pending is None else pending
-        lo, hi = self._range(key)
-        wanted = current if current >= lo else lo  # min(max(current, lo), hi)
-        wanted = hi if hi < wanted else wanted
-        if wanted != current:
-            self._update(sim, t, key, wanted)
-            return
-        if pending is not None:
-            return
-        # The alarms evaluate the newest datapoints CloudWatch holds (delays vary; a minute
-        # without traffic has none). The low alarm's 15 datapoints within its 17 minutes
-        # include some of the high alarm's 4, whose newest ends both: none there, no action.
-        high = sim.present(key, t, HIGH_DATAPOINTS + EXTRA_PERIODS)
-        if not high:
-            return
-        latest = high[-1]
-        provisioned = d.provisioned
-        if latest > target * provisioned:
-            self._scale_out(sim, t, key, high, target, (lo, hi))
-        elif self.scale_in and latest < (target - LOW_MARGIN) * provisioned:
-            self._scale_in(sim, t, key, target, (lo, hi))
-
-    def _scale_out(
-        self,
-        sim: SimulatedTable,
-        t: int,
-        key: Key,
-        datapoints: list[float],
-        target: float,
-        bounds: Bounds,
-    ) -> None:
-        """The high alarm: the last HIGH_DATAPOINTS of its evaluation range's
-        ``datapoints`` above target x provisioned scale out to the latest / target (fewer
-        datapoints: no action, as CloudWatch's alarms on DynamoDB's metrics keep their state
-        on missing data and target tracking has nothing to size a change on)."""
-        provisioned = sim.dims[key].provisioned
-        if len(datapoints) < HIGH_DATAPOINTS:
-            return
-        if min(datapoints[-HIGH_DATAPOINTS:]) > target * provisioned:
-            wanted = _clamp(datapoints[-1] / target, *bounds)
-            if wanted > provisioned:
-                self._update(sim, t, key, wanted)
-
-    def _scale_in(
-        self, sim: SimulatedTable, t: int, key: Key, target: float, bounds: Bounds
-    ) -> None:
-        """The low alarm: the last LOW_DATAPOINTS its evaluation range holds, all below
-        (target - LOW_MARGIN) x provisioned, scale in to the highest of them / target. A
-        minute without a datapoint counts for nothing, neither in the 15 nor in their peak:
-        fewer than 15 in the range (a table idle most of the last 17 minutes) and the alarm
-        does not fire, so an idle table is never scaled in (AWS: auto scaling does not scale
-        down when consumed capacity becomes zero)."""
-        provisioned = sim.dims[key].provisioned
-        threshold = (target - LOW_MARGIN) * provisioned
-        low = sim.present(key, t, LOW_DATAPOINTS + EXTRA_PERIODS)
-        if len(low) >= LOW_DATAPOINTS:
-            peak = max(low[-LOW_DATAPOINTS:])
-            if peak < threshold:
-                wanted = _clamp(peak / target, *bounds)
-                if wanted < provisioned and self.reservation is not None:
-                    wanted = self._floor(sim).cut(key[1], provisioned, wanted)
-                if wanted < provisioned:
-                    self._update(sim, t, key, wanted)
-
-    def _floor(self, sim: SimulatedTable) -> Floor:
-        """The reservation floor over every dimension now (a change in flight counted at
-        the lower of its old and new capacity)."""
-        assert self.reservation is not None
-        capacities = []
-        for key in sim.keys:
-            d = sim.dims[key]
-            level = d.provisioned if d.pending is None else min(d.provisioned, d.pending)
-            capacities.append((key[1], level))
-        return Floor.over(self.reservation, capacities)
 
 
 def _policy(
@@ -486,6 +285,8 @@ class ThrottleAware:
         """The table last described, and the last one `apply_plans` made from it with what the plans
         asked (`_apply_plans`)."""
         self._planned: tuple[ManagedTable, list[Any], ManagedTable] | None = None
+        self._verdicts: dict[tuple[int, int, int], bool] = {}
+        """The delivery verdict per phase of a tick's time (`delivered`)."""
         # what a tick reads: its window and the newest minutes (the metric lag's)
         self._history_minutes = self.config.history_minutes + self.config.metric_lag_minutes
         self.throttle_reads = [0, 0]
@@ -509,7 +310,7 @@ class ThrottleAware:
         if self.stock is not None:
             return self.stock.initial(trace, params)
         return {
-            k: _clamp(d[0] / self.target, params.min_capacity, params.max_capacity)
+            k: clamp(d[0] / self.target, params.min_capacity, params.max_capacity)
             for k, d in trace.demand.items()
         }
 
@@ -616,8 +417,7 @@ class ThrottleAware:
             if self.own_target:
                 self._retarget(table)
         floor = reservation_floor(self.config.reservation, [table])  # its tables: this one
-        since = decided_from(now, self.config)  # every dimension's witness, as one
-        delivered = verdict(sim.witness_through(t), now, since) is Verdict.DELIVERED
+        delivered = self.delivered(sim, t, now)  # every dimension's witness, as one
 
         def plan(read: Mapping[SeriesKey, Series]) -> list[tuple[Change, Decision]]:
             return plan_table(table, read, self.config, now, floor=floor)  # this module's name
@@ -627,6 +427,24 @@ class ThrottleAware:
         if floor is not None:
             planned, _ = floor_planned(planned, floor)
         self._carry_out(sim, t, planned)
+
+    def delivered(self, sim: SimulatedTable, t: int, now: datetime) -> bool:
+        """`delivered_now`, kept per phase of ``now`` in the witness period (its minute
+        within the period, its second and microsecond): the witness's timestamp, the
+        decided-from minute and the verdict's limits all move with ``now`` by whole
+        minutes, aligned on periods that divide an hour, so a tick a whole number of
+        periods later has the same verdict."""
+        phase = (now.minute % WITNESS_PERIOD_MINUTES, now.second, now.microsecond)
+        known = self._verdicts.get(phase)
+        if known is None:
+            known = self._verdicts[phase] = self.delivered_now(sim, t, now)
+        return known
+
+    def delivered_now(self, sim: SimulatedTable, t: int, now: datetime) -> bool:
+        """Whether the tick at ``t`` (at ``now``) finds the table's delivery witnessed
+        (`verdict` DELIVERED) for the minutes its decreases are decided on."""
+        since = decided_from(now, self.config)
+        return verdict(sim.witness_through(t), now, since) is Verdict.DELIVERED
 
     def _apply_plans(self, table: ManagedTable, t: int) -> ManagedTable:
         """`apply_plans` at ``t``: the table it made last while the table described,

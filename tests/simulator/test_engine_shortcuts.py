@@ -1,0 +1,163 @@
+"""The simulator's shortcuts in a run, each against its reference: the same run with the
+shortcut turned back into the plain evaluation it skips (every minute's, every tick's), on
+random small traces and models. Both runs must agree on every result field and every
+recorded series, exactly.
+
+- stock target tracking's low alarm, held while a datapoint at or above its threshold is
+  among its newest 15 (`AutoScaling._hold`), against evaluating it every minute;
+- the scaler tick's delivery verdict, kept per phase of the witness period
+  (`ThrottleAware.delivered`), against working it out at every tick.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ddb_capacity_tools.simulator import ModelParams, Prices, parse
+from ddb_capacity_tools.simulator.model import SimulatedTable
+from ddb_capacity_tools.simulator.policies import ThrottleAware
+from ddb_capacity_tools.simulator.run import run_policy
+from ddb_capacity_tools.simulator.stock import EXTRA_PERIODS, LOW_DATAPOINTS, AutoScaling
+from ddb_capacity_tools.simulator.trace import Key, Trace
+from tests.support.hypothesis_profiles import examples
+
+START = datetime(2026, 3, 1, 23, 0, tzinfo=UTC)
+
+
+@st.composite
+def traces(draw: st.DrawFn) -> Trace:
+    """One or two dimensions of demand: a level that steps, zeros (no traffic) and spikes."""
+    minutes = draw(st.integers(30, 240))
+    demand: dict[Key, list[float]] = {}
+    for dim in draw(st.sampled_from([("read",), ("read", "write")])):
+        levels = st.one_of(
+            st.just(0.0),
+            st.floats(0.5, 40.0, allow_nan=False),
+            st.floats(100.0, 900.0, allow_nan=False),
+        )
+        steps = draw(st.lists(st.tuples(levels, st.integers(1, 40)), min_size=1, max_size=12))
+        row = [level for level, length in steps for _ in range(length)]
+        demand[(None, dim)] = (row * (minutes // len(row) + 1))[:minutes]
+    start = START + timedelta(
+        minutes=draw(st.integers(0, 9)), seconds=draw(st.sampled_from([0, 30]))
+    )
+    return Trace("random", start, demand)
+
+
+@st.composite
+def models(draw: st.DrawFn) -> ModelParams:
+    return ModelParams(
+        metric_delay_minutes=draw(st.integers(0, 4)),
+        throttle_delay_minutes=draw(st.integers(0, 4)),
+        delay_spread_minutes=draw(st.sampled_from([0, 0, 2])),
+        update_spread_minutes=draw(st.sampled_from([0, 3])),
+        warmup_minutes=draw(st.integers(0, 30)),
+        warm_update_seconds=draw(st.sampled_from([None, 10])),
+    ).validate()
+
+
+def _run(policy: str, trace: Trace, params: ModelParams) -> list[Any]:
+    results = run_policy(parse(policy), trace, params, Prices())
+    return [(r.as_json(), r.recorded) for r in results]
+
+
+def _alike(policy: str, trace: Trace, params: ModelParams) -> None:
+    made = _run(policy, trace, params)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(AutoScaling, "_hold", lambda *_: None)  # every minute evaluated
+        m.setattr(ThrottleAware, "delivered", ThrottleAware.delivered_now)  # every tick
+        reference = _run(policy, trace, params)
+    assert made == reference
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(
+    trace=traces(),
+    params=models(),
+    policy=st.sampled_from(["stock:70", "stock:30", "stock:90", "stock:50+reserved"]),
+)
+def test_stock_runs_as_its_every_minute_reference(
+    trace: Trace, params: ModelParams, policy: str
+) -> None:
+    if policy.endswith("+reserved"):
+        params = replace(params, reserved_read_units=100)
+    _alike(policy, trace, params)
+
+
+@settings(max_examples=examples(25), deadline=None)
+@given(
+    trace=traces(),
+    params=models(),
+    policy=st.sampled_from(["autopilot+stock:70", "throttle-aware", "autopilot:60"]),
+)
+def test_the_scaler_runs_as_its_every_tick_reference(
+    trace: Trace, params: ModelParams, policy: str
+) -> None:
+    _alike(policy, trace, params)
+
+
+def _low_alarm_reads(monkeypatch: pytest.MonkeyPatch, hold: bool) -> int:
+    """How many times stock's low alarm reads its window over a trace below its threshold
+    but for a spike every 10 minutes, which keeps the alarm from firing."""
+    trace = Trace("spiky", START, {(None, "read"): [100.0] * 20 + ([30.0] * 9 + [100.0]) * 20})
+    reads = []
+    original = SimulatedTable.present
+
+    def present(self: SimulatedTable, key: Any, t: int, count: int) -> list[float]:
+        reads.append(count)
+        return original(self, key, t, count)
+
+    with monkeypatch.context() as m:
+        m.setattr(SimulatedTable, "present", present)
+        if not hold:
+            m.setattr(AutoScaling, "_hold", lambda *_: None)
+        run_policy(parse("stock:70"), trace, ModelParams(warmup_minutes=0), Prices())
+    return reads.count(LOW_DATAPOINTS + EXTRA_PERIODS)
+
+
+def test_the_low_alarm_is_held_while_a_spike_is_among_its_datapoints(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The shortcut is taken (else the tests above compare a path with itself)."""
+    every_minute = _low_alarm_reads(monkeypatch, hold=False)
+    held = _low_alarm_reads(monkeypatch, hold=True)
+    assert every_minute > 150
+    assert held < every_minute / 2
+
+
+def _verdicts(params: ModelParams, start: datetime, kept: bool) -> list[bool]:
+    """The delivery verdict of an autopilot's tick at each of 120 minutes, kept per phase
+    (``kept``) or worked out at each."""
+    trace = Trace("idle", start, {(None, "read"): [0.0] * 120})
+    policy = ThrottleAware(1, 70, params, autopilot=True)
+    sim = SimulatedTable(trace, params, policy.initial(trace, params))
+    ask = policy.delivered if kept else policy.delivered_now
+    return [ask(sim, t, sim.time(t)) for t in range(-30, 120)]
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(
+    delay=st.integers(0, 15),
+    offset=st.integers(0, 59),
+    second=st.sampled_from([0, 1, 59]),
+    warmup=st.integers(0, 30),
+)
+def test_the_delivery_verdict_kept_per_phase_is_the_one_worked_out_at_each_tick(
+    delay: int, offset: int, second: int, warmup: int
+) -> None:
+    params = ModelParams(metric_delay_minutes=delay, warmup_minutes=warmup).validate()
+    start = START + timedelta(minutes=offset, seconds=second)
+    assert _verdicts(params, start, kept=True) == _verdicts(params, start, kept=False)
+
+
+def test_the_delivery_verdict_moves_with_the_phase_when_metrics_are_late() -> None:
+    """The verdict differs between phases of the witness period (else the test above
+    compares a constant with itself): 15 minutes late, some ticks await the witness."""
+    params = ModelParams(metric_delay_minutes=15).validate()
+    assert len(set(_verdicts(params, START, kept=False))) == 2
