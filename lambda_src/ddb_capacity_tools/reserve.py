@@ -71,6 +71,7 @@ from .simulator.text import counted
 from .simulator.trace import Trace
 from .simulator.trace import cut as cut_trace
 from .simulator.tune import validate, validation_split
+from .simulator.tune_prune import flat
 from .simulator.tune_runs import place_split, run_candidate
 from .tool_errors import ReserveError as ReserveError
 
@@ -110,6 +111,12 @@ class Setup:
     prices: Prices = field(default_factory=Prices)
     tick: int = DEFAULT_TICK_MINUTES
     rule: Rule = field(default_factory=Rule)
+    prune: bool = True
+    """Tune prunes (`tune_prune`): a library candidate beaten on both counts in the first
+    setting's run is not run under the others."""
+    flat_first_setting: bool = True
+    """A table whose planning part is flat (`tune_prune.flat`) is tuned under the ensemble's
+    first setting alone."""
 
 
 @dataclass(frozen=True)
@@ -220,10 +227,22 @@ def _recommend(
     ``progress``, a step a run."""
     planning = cut_trace(trace, split)
     settings = settings_of(setup.ensemble, setup.params, planning)
+    if setup.flat_first_setting and flat(planning):
+        settings = settings[:1]
     names = list(dict.fromkeys([*setup.candidates, *STOCK, ON_DEMAND]))
     cut = validation_split(planning)
     early, later = place_split(
-        planning, names, settings, setup.prices, setup.tick, 1, cut, progress, "reserve"
+        planning,
+        names,
+        settings,
+        setup.prices,
+        setup.tick,
+        1,
+        cut,
+        progress,
+        "reserve",
+        prune=setup.prune,
+        rule=setup.rule,
     )
     listed = validate(early, later, setup.rule, planning, settings[0], cut)
     factor = max(
