@@ -71,7 +71,6 @@ from .simulator.text import counted
 from .simulator.trace import Trace
 from .simulator.trace import cut as cut_trace
 from .simulator.tune import validate, validation_split
-from .simulator.tune_prune import flat
 from .simulator.tune_runs import place_split, run_candidate
 from .tool_errors import ReserveError as ReserveError
 
@@ -114,9 +113,6 @@ class Setup:
     prune: bool = True
     """Tune prunes (`tune_prune`): a library candidate beaten on both counts in the first
     setting's run is not run under the others."""
-    flat_first_setting: bool = True
-    """A table whose planning part is flat (`tune_prune.flat`) is tuned under the ensemble's
-    first setting alone."""
 
 
 @dataclass(frozen=True)
@@ -227,8 +223,6 @@ def _recommend(
     ``progress``, a step a run."""
     planning = cut_trace(trace, split)
     settings = settings_of(setup.ensemble, setup.params, planning)
-    if setup.flat_first_setting and flat(planning):
-        settings = settings[:1]
     names = list(dict.fromkeys([*setup.candidates, *STOCK, ON_DEMAND]))
     cut = validation_split(planning)
     early, later = place_split(

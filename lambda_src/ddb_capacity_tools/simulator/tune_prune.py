@@ -14,10 +14,6 @@ candidate alone in its family (`family`: a family of several is fitted down to o
 not be the rival). It is no more complex than the pruned one (stock is the simplest there is),
 so the rule's preference for a simpler candidate within the noise is kept. A hybrid is pruned
 with the autopilot it is composed from. Stock target tracking and on-demand are never pruned.
-
-``reserve`` tunes a table whose traffic is flat (`flat`) under the first setting alone: the
-settings differ in how late the scaler sees and acts, which matters little where traffic
-does not move by the hour.
 """
 
 from __future__ import annotations
@@ -38,7 +34,6 @@ from .candidates import (
     spec_of,
 )
 from .run import hybrid_base
-from .trace import Trace
 
 PRUNE_MARGIN = 0.10
 """How much worse on both counts, in the first setting, a candidate must
@@ -116,8 +111,8 @@ def out_of_reach(parts: Sequence[tuple[Sequence[Candidate], float]], rule: Rule)
     """Under the limit rule (none under a price), per candidate to prune, the best stock
     setting of the first part: each candidate that refuses more than `REACH_FACTOR` x the
     rule's limit in each of ``parts`` (as `dominated` takes them; the limit each part's own)
-    while a member of its family refuses less on the first (so that fitting would not fall
-    back on it)."""
+    unless it is its family's fallback: of a family of several, none refusing less on the
+    first part (fitting falls back on the one refusing least when none is within)."""
     if rule.price is not None:
         return {}
     over = set.intersection(
@@ -135,7 +130,8 @@ def out_of_reach(parts: Sequence[tuple[Sequence[Candidate], float]], rule: Rule)
     out = {}
     for c in first:
         kin = [o for o in first if family(o.policy) == family(c.policy) and o is not c]
-        if c.policy in over and prunable(c) and any(o.refused < c.refused for o in kin):
+        fallback = kin and all(o.refused >= c.refused for o in kin)
+        if c.policy in over and prunable(c) and not fallback:
             out[c.policy] = best
     return out
 
@@ -152,19 +148,3 @@ def pruned(
         if spec.kind == "hybrid" and hybrid_base(spec).text in out:
             out[name] = out[hybrid_base(spec).text]
     return out
-
-
-FLAT_SWING = 0.25
-"""A trace is flat (`flat`) when, on every dimension, its busiest hour's mean demand is at most
-1 + this times its quietest hour's."""
-
-
-def flat(trace: Trace) -> bool:
-    """Whether every dimension of ``trace`` is flat: its whole hours' mean demand within
-    `FLAT_SWING` of one another (the busiest at most 1.25 x the quietest, which is above 0). A
-    trace shorter than an hour is not flat (nothing to judge by)."""
-    for series in trace.demand.values():
-        hours = [sum(series[h : h + 60]) / 60 for h in range(0, len(series) - 59, 60)]
-        if not hours or min(hours) <= 0 or max(hours) > min(hours) * (1 + FLAT_SWING):
-            return False
-    return bool(trace.demand)
