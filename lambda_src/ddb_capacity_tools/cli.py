@@ -348,7 +348,16 @@ def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     settings = settings_of(name, params, trace)
     progress = progress_of(args.progress, args.quiet, err)
     tuning = tune_module.tune(
-        trace, settings, candidates, prices, args.tick, args.workers, rule, progress, size
+        trace,
+        settings,
+        candidates,
+        prices,
+        args.tick,
+        args.workers,
+        rule,
+        progress,
+        size,
+        prune=args.prune,
     )
     held = None
     if score_from is not None:

@@ -250,6 +250,14 @@ def _tune_parser(sub: Any) -> None:
         "rule there (UTC unless an offset is given; docs: Tune, 'Scoring the pick on the "
         "days after')",
     )
+    tn.add_argument(
+        "--no-prune",
+        dest="prune",
+        action="store_false",
+        help="run every candidate under every model setting; by default a library candidate "
+        "that another beats on both refusals and dollars in the first setting's run is not "
+        "run under the others, and is shown as pruned (docs: Tune, 'Pruning')",
+    )
     for option in NOT_TUNE:  # refused with a message naming --candidate, never ignored
         tn.add_argument(option, action="append", help=argparse.SUPPRESS)
     _run_options(

@@ -112,6 +112,9 @@ class Setup:
     savings_plan: bool = True
     """Plan a Database Savings Plan beside the reservation (`savings_plan.commitment`);
     False: reserved capacity alone (``--no-savings-plan``)."""
+    prune: bool = True
+    """Tune prunes (`tune_prune`): a library candidate beaten on both counts in the first
+    setting's run is not run under the others."""
 
 
 @dataclass(frozen=True)
@@ -225,7 +228,17 @@ def _recommend(
     names = list(dict.fromkeys([*setup.candidates, *STOCK, ON_DEMAND]))
     cut = validation_split(planning)
     early, later = place_split(
-        planning, names, settings, setup.prices, setup.tick, 1, cut, progress, "reserve"
+        planning,
+        names,
+        settings,
+        setup.prices,
+        setup.tick,
+        1,
+        cut,
+        progress,
+        "reserve",
+        prune=setup.prune,
+        rule=setup.rule,
     )
     listed = validate(early, later, setup.rule, planning, settings[0], cut)
     factor = max(

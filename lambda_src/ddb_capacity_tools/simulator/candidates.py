@@ -153,6 +153,10 @@ class Candidate:
     """Of ``cost_usd``, what the library's own functions cost to run over the minutes counted:
     the scaler's for a policy that runs it, the stream reader's for a `STREAM` one
     (`tune_runs.running_dollars`)."""
+    pruned_by: str | None = None
+    """The candidate that beat this one on both refusals and dollars in the base setting's
+    run, so it was not run under the rest of the ensemble (`tune_prune`): its figures are
+    that one run's, and it is never recommended; None: run under every setting."""
 
     @property
     def refused(self) -> float:
@@ -171,6 +175,7 @@ class Candidate:
             "compared_only": compared_only(self),
             "one_time_usd": None if self.once_usd is None else round(self.once_usd, 6),
             "running_usd": round(self.running_usd, 6),
+            "pruned_by": self.pruned_by,
         }
 
 
@@ -225,11 +230,18 @@ class Tuning:
         }
 
 
+def best_stock(candidates: Sequence[Candidate]) -> Candidate:
+    """The stock setting refusing least among ``candidates`` (of two that refuse as
+    little, the cheaper): what the limit rule's limit is set by."""
+    return min((c for c in candidates if c.policy in STOCK), key=lambda c: (c.refused, c.cost))
+
+
 def compared_only(c: Candidate) -> bool:
     """Whether ``c`` is shown for comparison and never recommended: a policy the library
-    does not deploy (the hybrid: the scaler does not switch billing modes), or one whose
-    one-time charge is not priced (a pre-warmed table without ``warm_*_unit`` prices)."""
-    return spec_of(c.policy).kind == "hybrid" or c.once_usd is None
+    does not deploy (the hybrid: the scaler does not switch billing modes), one whose
+    one-time charge is not priced (a pre-warmed table without ``warm_*_unit`` prices), or
+    one pruned after the base setting's run (`Candidate.pruned_by`)."""
+    return spec_of(c.policy).kind == "hybrid" or c.once_usd is None or c.pruned_by is not None
 
 
 def suffixes(name: str) -> tuple[str, frozenset[str]]:

@@ -53,6 +53,7 @@ from .candidates import (
     Candidate,
     Rule,
     Tuning,
+    best_stock,
     compared_only,
     complexity,
     family,
@@ -84,6 +85,7 @@ from .tune_words import (
 
 __all__ = [
     "TuneError",
+    "best_stock",
     "check_length",
     "choose",
     "code_of",
@@ -100,12 +102,6 @@ __all__ = [
 def within_limit(value: float, limit: float) -> bool:
     """``value`` <= ``limit``, float noise aside (sums over settings and dimensions)."""
     return value <= limit * (1 + 1e-9) + 1e-6
-
-
-def best_stock(candidates: Sequence[Candidate]) -> Candidate:
-    """The stock setting refusing least among ``candidates`` (of two that refuse as
-    little, the cheaper): what the limit rule's limit is set by."""
-    return min((c for c in candidates if c.policy in STOCK), key=lambda c: (c.refused, c.cost))
 
 
 def choose(
@@ -144,17 +140,22 @@ def tune(
     rule: Rule = DEFAULT_RULE,
     progress: Progress | None = None,
     size_gb: float | None = None,
+    prune: bool = True,
 ) -> Tuning:
     """``candidates``, the stock settings of `STOCK` and on-demand over ``trace``
     under ``settings``, chosen by validation (`validate`): fitted on the earlier half,
     chosen on the later half, figures a month; with ``size_gb``, the table class advised
-    too. Progress on ``progress``, a step a run (`tune_runs.place`)."""
+    too. With ``prune`` (the default), a candidate another beats in the first setting's run
+    is not run under the others (`tune_prune`). Progress on ``progress``, a step a run
+    (`tune_runs.place`)."""
     check_length(trace)
     names = list(dict.fromkeys([*candidates, *STOCK, ON_DEMAND]))
     if settings[0].stream_seconds is not None or settings[0].fast_path_seconds is not None:
         names = [n for n in names if not streamed(n)]  # every library policy has them
     split = validation_split(trace)
-    early, later = place_split(trace, names, settings, prices, tick, workers, split, progress)
+    early, later = place_split(
+        trace, names, settings, prices, tick, workers, split, progress, prune=prune, rule=rule
+    )
     return validate(early, later, rule, trace, settings[0], split, size_gb, prices)
 
 
@@ -204,6 +205,8 @@ def fit(early: Sequence[Candidate], rule: Rule, requested: float) -> dict[str, s
     limit = rule.limit(best_stock(early), requested)
     groups: dict[str, list[Candidate]] = {}
     for c in early:
+        if c.pruned_by is not None:  # shown as pruned, never fitted
+            continue
         groups.setdefault(family(c.policy), []).append(c)
     out = {}
     for name, members in groups.items():
@@ -235,7 +238,11 @@ def validate(
     `MONTH_HOURS` (a one-time charge counted once, in that month); with ``size_gb``, the
     table class advised on the month's figures at ``prices``."""
     fitted = fit(early, rule, requested_units(trace, end=split)) if split else {}
-    kept = [c for c in later if fitted.get(family(c.policy), c.policy) == c.policy]
+    kept = [
+        c
+        for c in later
+        if c.pruned_by is not None or fitted.get(family(c.policy), c.policy) == c.policy
+    ]
     minutes = trace.minutes - split
     scale = MONTH_MINUTES / minutes
     monthly = with_frontier([scaled(c, scale) for c in kept])

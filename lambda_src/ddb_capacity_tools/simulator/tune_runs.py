@@ -18,11 +18,14 @@ from ddb_capacity_runtime.core.policy import capacity_units
 
 from .billing import charge
 from .candidates import (
+    DEFAULT_RULE,
     MONTH_MINUTES,
     ON_DEMAND,
     SCALER_KINDS,
     STREAM_SECONDS,
     Candidate,
+    Rule,
+    requested_units,
     spec_of,
     split_prewarm,
     streamed,
@@ -37,6 +40,7 @@ from .run import DimensionResult, compose_hybrid, hybrid_base, simulate
 from .scaler_cost import monthly_scaler_cost
 from .stream_cost import monthly_stream_cost
 from .trace import Trace
+from .tune_prune import pruned
 
 
 def place(
@@ -61,7 +65,8 @@ def place(
     charge in its cost. Progress on ``progress``, a step a run, named ``command``."""
     prices = prices or Prices()
     until = score_from or trace.minutes
-    runs = _runs(trace, names, settings, prices, tick, workers, score_from, progress, command)
+    count = _Count(progress, command, len(settings) * _runs_a_setting(names, settings[0]))
+    runs = _runs(trace, names, settings, prices, tick, workers, score_from, count)
     once = {n: _once(n, trace, until, prices, settings[0]) for n in names}
     scored = trace.minutes - (score_from or 0)
     return with_frontier(
@@ -82,32 +87,68 @@ def place_split(
     split: int,
     progress: Progress | None = None,
     command: str = "tune",
+    prune: bool = False,
+    rule: Rule = DEFAULT_RULE,
 ) -> tuple[list[Candidate], list[Candidate]]:
     """(the earlier part's candidates, the later part's): every policy of ``names`` run
     once over the whole trace (`place`), counted over minutes 0 to ``split`` and from
     ``split`` on. A policy sees only the past, so what it did before ``split`` is what it
     would have done on the earlier part alone. The hybrid is not counted on the earlier
-    part (it is never fitted). Progress on ``progress`` as `place` shows it."""
+    part (it is never fitted). With ``prune``, a candidate another beats on the earlier
+    part under the first setting is run under that setting only (`tune_prune`). Progress
+    on ``progress`` as `place` shows it."""
     prices = prices or Prices()
-    runs = _runs(trace, names, settings, prices, tick, workers, split, progress, command)
+    count = _Count(progress, command, len(settings) * _runs_a_setting(names, settings[0]))
+    count.settings = len(settings)
     once = {n: _once(n, trace, split, prices, settings[0]) for n in names}
-    rest = trace.minutes - split
-    later = with_frontier(
-        [_candidate(n, runs, once[n], running_dollars(n, trace, rest, prices, tick)) for n in names]
-    )
-    early = [
-        _early(
-            n,
-            runs,
-            split,
-            prices,
-            (once[n], running_dollars(n, trace, split, prices, tick)),
-            (trace.start.minute, settings[0].billing),
+    charges = {n: (once[n], running_dollars(n, trace, split, prices, tick)) for n in names}
+    billed = (trace.start.minute, settings[0].billing)
+    first = _runs(trace, names, settings[:1], prices, tick, workers, split, count)
+    cut: dict[str, str] = {}
+    if prune and len(settings) > 1:
+        base = [_early(n, first, split, prices, charges[n], billed) for n in names if _fitted(n)]
+        rest = trace.minutes - split
+        ends = [
+            _candidate(n, first, once[n], running_dollars(n, trace, rest, prices, tick))
+            for n in names
+        ]
+        cut = pruned(
+            names,
+            [
+                (base, requested_units(trace, end=split)),
+                (ends, requested_units(trace, start=split)),
+            ],
+            rule,
         )
+    kept = [n for n in names if n not in cut]
+    count.total = count.done + (len(settings) - 1) * _runs_a_setting(kept, settings[0])
+    runs = first + _runs(trace, kept, settings[1:], prices, tick, workers, split, count)
+    mine = {n: first if n in cut else runs for n in names}
+    rest = trace.minutes - split
+    later = [
+        _candidate(n, mine[n], once[n], running_dollars(n, trace, rest, prices, tick))
         for n in names
-        if spec_of(n).kind != "hybrid"
     ]
-    return early, later
+    early = [_early(n, mine[n], split, prices, charges[n], billed) for n in names if _fitted(n)]
+    return [_pruned(c, cut) for c in early], with_frontier([_pruned(c, cut) for c in later])
+
+
+def _fitted(name: str) -> bool:
+    """Whether ``name`` is counted on the earlier part: every candidate but the hybrid
+    (never fitted)."""
+    return spec_of(name).kind != "hybrid"
+
+
+def _pruned(c: Candidate, cut: dict[str, str]) -> Candidate:
+    """``c`` marked pruned by what beat it, when ``cut`` names it."""
+    return replace(c, pruned_by=cut[c.policy]) if c.policy in cut else c
+
+
+def _runs_a_setting(names: Sequence[str], params: ModelParams) -> int:
+    """How many runs `_runs` makes of ``names`` under one setting like ``params``."""
+    warmed, ran, _ = _run_plan(names, params.max_capacity)
+    streams = [n for n in names if streamed(n) and n not in warmed]
+    return len(ran) + len({spec_of(n, params.max_capacity).text for n in streams}) + len(warmed)
 
 
 def _runs(
@@ -118,19 +159,16 @@ def _runs(
     tick: int,
     workers: int | None,
     score_from: int | None,
-    progress: Progress | None,
-    command: str = "tune",
+    count: _Count | None = None,
 ) -> list[list[DimensionResult]]:
-    """Per setting, the results of every policy of ``names`` (see `place`); progress on
-    ``progress`` named ``command``, a step a run (one policy under one setting)."""
-    warmed, ran, hybrids = _run_plan(names, settings[0].max_capacity)
+    """Per setting, the results of every policy of ``names`` (see `place`); ``count`` takes
+    a step a run (one policy under one setting)."""
+    warmed, ran, hybrids = _run_plan(names, settings[0].max_capacity) if settings else ([], [], [])
     streams = [n for n in names if streamed(n) and n not in warmed]
-    top = settings[0].max_capacity
-    each = len(ran) + len({spec_of(n, top).text for n in streams}) + len(warmed)
-    count = _Count(progress, command, len(settings) * each)
+    count = count or _Count(None, "", 0)
     runs = []
     for n, p in enumerate(settings, 1):
-        count.setting = f"setting {n} of {len(settings)}"
+        count.setting = f"setting {count.first + n} of {count.settings or len(settings)}"
         processes = workers or os.cpu_count() or 1
         results = simulate(
             trace, ran, p, prices, None, tick, None, processes, score_from=score_from, ran=count
@@ -142,6 +180,7 @@ def _runs(
             results += _prewarmed(name, trace, p, prices, tick, score_from)
             count(name)
         runs.append(results)
+    count.first += len(settings)
     return runs
 
 
@@ -152,6 +191,10 @@ class _Count:
     def __init__(self, progress: Progress | None, command: str, total: int) -> None:
         self.progress, self.command, self.total, self.done = progress, command, total, 0
         self.setting = ""
+        self.first = 0
+        """the settings run before (settings are numbered on from it)"""
+        self.settings = 0
+        """the settings in all (0: those of the `_runs` call)"""
         if progress is not None:
             progress(command, 0, total, "runs", "")
 

@@ -30,6 +30,7 @@ from .candidates import (
     Candidate,
     Rule,
     Tuning,
+    best_stock,
     rank_by,
     requested_units,
     scaled,
@@ -40,7 +41,7 @@ from .prices import Prices
 from .progress import Progress
 from .text import counted, fixed_width, span
 from .trace import Trace
-from .tune import best_stock, within_limit
+from .tune import within_limit
 from .tune_runs import place
 
 __all__ = [

@@ -27,6 +27,7 @@ from .ensemble import Spread
 from .table_class import class_lines
 from .text import counted, fixed_width
 from .trace import Trace
+from .tune_prune import PRUNE_MARGIN
 
 
 def simpler_words(pick: Candidate, ruled: Candidate, rule: Rule, period: str) -> str:
@@ -170,7 +171,7 @@ def compared_words(placed: Sequence[Candidate], pick: Candidate, period: str) ->
                 "give --price warm_read_unit=USD and --price warm_write_unit=USD to weigh it."
             )
             continue
-        if not compared_only(c):
+        if not compared_only(c) or c.pruned_by is not None:
             continue
         saved = pick.cost - c.cost
         words.append(
@@ -296,6 +297,13 @@ def terms(tuning: Tuning) -> list[str]:
         "update latency, burst, retries): a choice must hold across them.",
         "- frontier: no other option refuses no more and costs no more.",
     ]
+    if any(c.pruned_by is not None for c in tuning.candidates):
+        lines.append(
+            f"- pruned: beaten in the first setting's run on the earlier part, on refusals and "
+            f"on dollars by more than {PRUNE_MARGIN:.0%}, so not run under the other settings "
+            "(min, median and max are that one run's) and never recommended; --no-prune runs "
+            "every candidate under every setting."
+        )
     if v:
         lines.append(
             f"- validation: each option family (the same policy at another T) was fitted on "
@@ -343,9 +351,7 @@ def _rows(tuning: Tuning, period: str) -> list[tuple[str, ...]]:
     rows: list[tuple[str, ...]] = [header]
     for c in sorted(tuning.candidates, key=lambda c: (c.cost, c.refused)):
         mark = " <- recommended" if c is tuning.recommended else ""
-        mark += (
-            " (unpriced)" if c.once_usd is None else " (compared only)" if compared_only(c) else ""
-        )
+        mark += _mark(c)
         once = "" if c.once_usd == 0 else "unpriced" if c.once_usd is None else f"{c.once_usd:,.2f}"
         rows.append(
             (
@@ -399,3 +405,13 @@ def table(tuning: Tuning, trace: Trace, ensemble: str, settings: int) -> str:
             *tuning.warnings,
         ]
     )
+
+
+def _mark(c: Candidate) -> str:
+    """What the table says after a candidate that cannot be recommended: unpriced, pruned
+    (by what beat it), or compared only."""
+    if c.once_usd is None:
+        return " (unpriced)"
+    if c.pruned_by is not None:
+        return f" (pruned: beaten by {c.pruned_by} in one setting)"
+    return " (compared only)" if compared_only(c) else ""
