@@ -96,17 +96,15 @@ def test_a_recommendation_is_read_as_the_report_reads_it() -> None:
 def test_a_table_whose_traffic_changed_gets_a_new_target_that_its_scaler_applies(
     world: World, aws_client: Any
 ) -> None:
-    # GIVEN a table whose write target the autopilot owns at 70 %, busy for the last six
-    # hours of a day without traffic (three would be cheaper on-demand), and the advisor's worker advising it from its
-    # CloudWatch history: after hours idle, scaled in to its minimum of 10, the table meets
-    # 150 units/s at once, which target tracking follows only minutes later; every stock
-    # target refuses then, the lower (the more headroom) the less, so the advisor's rule
-    # (the cheapest that refuses no more than the stock target refusing least,
-    # docs/guides/tune.md) picks the lowest stock target it runs, 30 %
+    # GIVEN a table whose write target the autopilot owns at 70 %, writing a steady 150
+    # units/s for the last 22 hours of its day, and the advisor's worker advising it from its
+    # CloudWatch history: no stock target refuses steady traffic, so the advisor's rule (the
+    # cheapest that refuses no more than the stock target refusing least,
+    # docs/guides/tune.md) picks the highest stock target it runs, 90 %
     name = world.table("Steady", 10, 400, tagged=False)
     world.target(name, "write", 10, 20_000)
-    world.traffic(name, "write", 150, minutes=range(1, 361))
-    world.traffic(name, "read", 1, minutes=range(1, 361))
+    world.traffic(name, "write", 150, minutes=range(1, 1321))
+    world.traffic(name, "read", 1, minutes=range(1, 1321))
     run_id = start_run(world)
     clients = {
         "cloudwatch": world.cw,
@@ -123,8 +121,8 @@ def test_a_table_whose_traffic_changed_gets_a_new_target_that_its_scaler_applies
             Key=f"runs/{run_id}/tables/{name}.json",
         )["Body"].read()
     )
-    assert doc["recommended"] == "stock:30", doc["reason"]
-    expected = 60  # 70 moved down toward 30 by the step of 10 points, and no further
+    assert doc["recommended"] == "stock:90", doc["reason"]
+    expected = 80  # 70 moved up toward 90 by the step of 10 points, and no further
     owned = {name: {"write": 70}}
     # WHEN the loop runs with targets 50-90 allowed and a step of 10 points
     counts, events = tune(world, settings(world, owned))
