@@ -12,8 +12,8 @@ The files are staged without their docstrings (a module's, a class's, a function
 attribute's), comments and functions' annotations (`stripped_source`): a docstring becomes
 ``""`` (a class's ``"_"``), a comment and an annotation nothing, every line kept where it
 was, so a traceback from the function names the same lines as the source in the
-repository. A few modules may also be shipped compiled (`write_bytecode`), to save their
-compiling on a cold start."""
+repository; each level of indentation is a tab (`tabbed`). A few modules may also be
+shipped compiled (`write_bytecode`), to save their compiling on a cold start."""
 
 from __future__ import annotations
 
@@ -169,7 +169,7 @@ def staged_modules(
     return root
 
 
-CACHE_FORMAT = "4"
+CACHE_FORMAT = "5"
 """Bumped when what a staged folder holds changes for the same sources."""
 
 
@@ -389,10 +389,57 @@ def _comments(source: str) -> Iterator[Span]:
             yield (*token.start, *token.end)
 
 
+def _in_strings(source: str) -> set[int]:
+    """The lines of ``source`` (from 1) that begin inside a string spanning lines (an
+    f-string too, which Python 3.12 reads as several tokens): their leading whitespace is
+    the string's."""
+    inside: set[int] = set()
+    starts: list[int] = []
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        kind = tokenize.tok_name[token.type]
+        if kind == "FSTRING_START":
+            starts.append(token.start[0])
+            continue
+        if kind == "FSTRING_END":
+            first = starts.pop()
+        elif token.type == tokenize.STRING:
+            first = token.start[0]
+        else:
+            continue
+        inside.update(range(first + 1, token.end[0] + 1))
+    return inside
+
+
+INDENT = "    "
+"""One level of indentation in the sources (as ``ruff format`` writes them)."""
+
+
+def tabbed(source: str) -> str:
+    """``source`` with every four spaces that begin a line a tab (some 1.7 KB less of the
+    scaler's asset zipped, of 100 KB): Python reads a block
+    indented by tabs alone as it reads one indented by fours of spaces, and a traceback
+    shows a line without its indentation. A line inside a string spanning lines keeps its
+    own; a source with a statement indented otherwise than by fours of spaces is returned
+    as it is (tabs beside its spaces could make its blocks ambiguous)."""
+    tokens = tokenize.generate_tokens(io.StringIO(source).readline)
+    levels = {t.string for t in tokens if t.type == tokenize.INDENT}
+    if any(level != INDENT * (len(level) // 4) for level in levels):
+        return source
+    inside = _in_strings(source)
+    lines = source.splitlines(keepends=True)
+    for number, line in enumerate(lines, 1):
+        text = line.lstrip(" ")
+        spaces = len(line) - len(text)
+        if spaces >= len(INDENT) and number not in inside:
+            lines[number - 1] = "\t" * (spaces // 4) + " " * (spaces % 4) + text
+    return "".join(lines)
+
+
 def stripped_source(source: str) -> str:
     """``source`` with each docstring replaced by ``""`` (a class's by `CLASS_DOCSTRING`),
     each comment removed and each function's annotations on one line (`_annotations`),
-    every statement on the line it had (a removed line is left empty)."""
+    every statement on the line it had (a removed line is left empty), indented by tabs
+    (`tabbed`)."""
     lines = source.splitlines(keepends=True)
     tree = ast.parse(source)
     docstrings = dict(_docstrings(tree))
@@ -406,4 +453,4 @@ def stripped_source(source: str) -> str:
         else:
             blank = ["\n"] * (last - first - 1)
             lines[first - 1 : last] = [head.rstrip() + "\n", *blank, tail.lstrip() or "\n"]
-    return "".join(lines)
+    return tabbed("".join(lines))

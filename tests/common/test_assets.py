@@ -38,6 +38,7 @@ from constructs_pkg.common._assets import (
     import_graph,
     module_files,
     stripped_source,
+    tabbed,
     write_bytecode,
 )
 from constructs_pkg.common._runtime import (
@@ -480,11 +481,11 @@ def test_stripping_empties_attribute_docstrings() -> None:
         '""\n'
         "\n"
         "class C:\n"
-        "    size: int = 1\n"
-        '    ""\n'
-        "    def __init__(self):\n"  # (a function's annotations on one line go too)
-        "        self.name = 'n'\n"
-        '        ""\n'
+        "\tsize: int = 1\n"
+        '\t""\n'
+        "\tdef __init__(self):\n"  # (a function's annotations on one line go too)
+        "\t\tself.name = 'n'\n"
+        '\t\t""\n'
     )
 
 
@@ -505,11 +506,11 @@ def test_stripping_keeps_strings_that_are_not_docstrings() -> None:
         "from __future__ import annotations\n"
         "X = '# not a comment'\n"
         "def f():\n"
-        '    ""\n'
+        '\t""\n'
         "\n"
         "\n"
-        '    return """a\n'
-        '    b"""\n'
+        '\treturn """a\n'
+        '    b"""\n'  # (inside the string: its own spaces)
     )
 
 
@@ -544,13 +545,56 @@ def test_stripping_drops_the_annotations_of_functions_on_one_line() -> None:
     lines = stripped.splitlines()
     assert lines[2] == "def f(a, /, b = {}, *args, c = 1, **kw):"
     assert lines[4] == 'def g(s = "é—x", t = None): return s'
-    assert lines[5:12] == source.splitlines()[5:12]
-    assert lines[15] == "    x: int"
+    assert lines[5:12] == [line.replace("    ", "\t") for line in source.splitlines()[5:12]]
+    assert lines[15] == "\tx: int"
     namespace: dict[str, Any] = {}
     exec(compile(stripped, "stripped", "exec"), namespace)  # noqa: S102 (the source above)
     assert namespace["f"](1, c=2) == 1 and namespace["g"]() == "é—x"
     assert namespace["f"].__annotations__ == {} and namespace["h"]({}) == {}
     assert [f.name for f in namespace["fields"](namespace["P"])] == ["x"]
+
+
+def test_stripped_blocks_are_indented_by_tabs_and_strings_keep_their_spaces() -> None:
+    """A tab a level: one byte where four spaces took more, zipped."""
+    # GIVEN nested blocks, lines continued in brackets and after a backslash, and a string
+    # and an f-string spanning lines whose lines begin with spaces
+    source = (
+        "def f(x):\n"
+        "    if x:\n"
+        "        y = [\n"
+        "            1,\n"
+        "              2,\n"
+        "        ]\n"
+        '        s = """a\n'
+        "        b\n"
+        '    c"""\n'
+        '        t = f"""{x}\n'
+        '            {y}"""\n'
+        "        return s + t + str(y[1] + \\\n"
+        "             x)\n"
+        "    return ''\n"
+    )
+    # WHEN it is stripped
+    stripped = stripped_source(source)
+    # THEN each four spaces beginning a line are a tab, but within the strings, and the
+    # code does what it did
+    lines, before = stripped.splitlines(), source.splitlines()
+    assert lines[:6] == ["def f(x):", "\tif x:", "\t\ty = [", "\t\t\t1,", "\t\t\t  2,", "\t\t]"]
+    assert lines[6] == '\t\ts = """a' and lines[7:9] == before[7:9]
+    assert lines[9] == '\t\tt = f"""{x}' and lines[10] == before[10]
+    assert lines[12] == "\t\t\t x)"
+    done: dict[str, Any] = {}
+    exec(compile(stripped, "stripped", "exec"), done)  # noqa: S102 (the source above)
+    original: dict[str, Any] = {}
+    exec(compile(source, "source", "exec"), original)  # noqa: S102 (the source above)
+    assert done["f"](3) == original["f"](3) and done["f"](0) == original["f"](0) == ""
+
+
+def test_a_source_indented_otherwise_keeps_its_indentation() -> None:
+    """Tabs beside a block indented by two spaces could make its blocks ambiguous."""
+    source = "def f():\n  if True:\n      return [\n          1]\n"
+    assert tabbed(source) == source
+    assert tabbed("def f():\n\treturn 1\n") == "def f():\n\treturn 1\n"
 
 
 def test_a_stripped_dataclass_keeps_a_docstring_and_needs_no_signature() -> None:
