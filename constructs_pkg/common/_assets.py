@@ -169,7 +169,7 @@ def staged_modules(
     return root
 
 
-CACHE_FORMAT = "5"
+CACHE_FORMAT = "6"
 """Bumped when what a staged folder holds changes for the same sources."""
 
 
@@ -339,9 +339,18 @@ on a cold start)."""
 
 def _docstrings(tree: ast.Module) -> Iterator[tuple[Span, str]]:
     """Where the docstrings of ``tree`` are, each with what it becomes: every statement
-    that is a string alone (the module's, each class's and function's, and each
-    attribute's below its assignment), which runs as nothing."""
+    that is a string alone, which runs as nothing. The module's, each function's and each
+    class's becomes ``""`` (a class's `CLASS_DOCSTRING`); an attribute's, below its
+    assignment, nothing at all."""
     classes = {id(node.body[0]) for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
+    attributes = {
+        id(statement)
+        for node in ast.walk(tree)
+        for block in (getattr(node, "body", None), getattr(node, "orelse", None))
+        if isinstance(block, list)
+        for before, statement in zip(block, block[1:], strict=False)
+        if isinstance(before, ast.Assign | ast.AnnAssign)
+    }
     for node in ast.walk(tree):
         if (
             isinstance(node, ast.Expr)
@@ -349,7 +358,18 @@ def _docstrings(tree: ast.Module) -> Iterator[tuple[Span, str]]:
             and isinstance(node.value.value, str)
         ):
             span = node.lineno, node.col_offset, node.end_lineno or 0, node.end_col_offset or 0
-            yield span, CLASS_DOCSTRING if id(node) in classes else '""'
+            kept = "" if id(node) in attributes else '""'
+            yield span, CLASS_DOCSTRING if id(node) in classes else kept
+
+
+def _type_checking(tree: ast.Module) -> Iterator[tuple[Span, str]]:
+    """Where the bodies of ``tree``'s ``if TYPE_CHECKING:`` blocks are (imports for the
+    type checker alone, never run), each becoming ``pass``."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            first, last = node.body[0], node.body[-1]
+            span = first.lineno, first.col_offset, last.end_lineno or 0, last.end_col_offset or 0
+            yield span, "pass"
 
 
 def _column(line: str, offset: int) -> int:
@@ -435,18 +455,27 @@ def tabbed(source: str) -> str:
     return "".join(lines)
 
 
+def _within(span: Span, block: Span) -> bool:
+    """Whether ``span`` lies within ``block``."""
+    return block[:2] <= span[:2] and span[2:] <= block[2:]
+
+
 def stripped_source(source: str) -> str:
-    """``source`` with each docstring replaced by ``""`` (a class's by `CLASS_DOCSTRING`),
-    each comment removed and each function's annotations on one line (`_annotations`),
-    every statement on the line it had (a removed line is left empty), indented by tabs
-    (`tabbed`)."""
+    """``source`` with each docstring replaced by ``""`` (a class's by `CLASS_DOCSTRING`, an
+    attribute's by nothing), each comment removed, each function's annotations on one line
+    (`_annotations`) and the body of each ``if TYPE_CHECKING:`` (`_type_checking`) a
+    ``pass``, every statement on the line it had (a removed line is left empty), indented
+    by tabs (`tabbed`)."""
     lines = source.splitlines(keepends=True)
     tree = ast.parse(source)
-    docstrings = dict(_docstrings(tree))
-    spans = docstrings.keys() | set(_comments(source)) | set(_annotations(tree, lines))
+    unread = dict(_type_checking(tree))
+    replaced = dict(_docstrings(tree)) | unread
+    spans = replaced.keys() | set(_comments(source)) | set(_annotations(tree, lines))
     for span in sorted(spans, reverse=True):
+        if span not in unread and any(_within(span, block) for block in unread):
+            continue
         first, column, last, end = span
-        head = lines[first - 1][:column] + docstrings.get(span, "")
+        head = lines[first - 1][:column] + replaced.get(span, "")
         tail = lines[last - 1][end:]
         if first == last:
             lines[first - 1] = (head + tail).rstrip() + "\n"

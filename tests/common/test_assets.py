@@ -432,16 +432,33 @@ def test_the_packages_import_graph_is_read_once_a_process(
 # ------------------------------------------------------------------ stripped sources
 
 
+def is_string(statement: ast.stmt) -> bool:
+    """Whether ``statement`` is a string alone (a docstring)."""
+    value = statement.value if isinstance(statement, ast.Expr) else None
+    return isinstance(value, ast.Constant) and isinstance(value.value, str)
+
+
 def without_docstrings(tree: ast.Module) -> str:
     """``tree`` dumped with its docstrings (every statement that is a string alone) emptied,
-    without its functions' annotations, and with the line each node starts on (a
+    an attribute's (below an assignment) left out, the body of each ``if TYPE_CHECKING:`` a
+    ``pass``, without its functions' annotations, and with the line each node starts on (a
     docstring's end moves, and with it the end of a body it closes; an annotation's
     removal moves what follows it on its line)."""
     for node in ast.walk(tree):
-        if isinstance(node, ast.Expr):
-            value = node.value
-            if isinstance(value, ast.Constant) and isinstance(value.value, str):
-                value.value = ""
+        for name in ("body", "orelse"):
+            block = getattr(node, name, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                kept = [block[0]] + [
+                    s
+                    for before, s in zip(block, block[1:], strict=False)
+                    if not (is_string(s) and isinstance(before, ast.Assign | ast.AnnAssign))
+                ]
+                setattr(node, name, kept)
+        if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING"):
+            node.body = [ast.copy_location(ast.Pass(), node.body[0])]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Expr) and is_string(node):
+            node.value = ast.Constant("")
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             node.returns = None
         if isinstance(node, ast.arg):
@@ -462,9 +479,9 @@ def test_a_stripped_module_keeps_every_statement_on_its_line(path: Path) -> None
     assert not any(line.lstrip().startswith("#") for line in stripped.splitlines())
 
 
-def test_stripping_empties_attribute_docstrings() -> None:
+def test_stripping_drops_attribute_docstrings() -> None:
     """The string below an assignment documents the attribute (the reference shows it); the
-    asset needs it no more than a function's docstring."""
+    asset needs it no more than a function's docstring, and nothing reads it: it goes."""
     source = (
         "LIMIT = 3\n"
         '"""How many, at most,\n'
@@ -478,15 +495,47 @@ def test_stripping_empties_attribute_docstrings() -> None:
     )
     assert stripped_source(source) == (
         "LIMIT = 3\n"
-        '""\n'
+        "\n"
         "\n"
         "class C:\n"
         "\tsize: int = 1\n"
-        '\t""\n'
+        "\n"
         "\tdef __init__(self):\n"  # (a function's annotations on one line go too)
         "\t\tself.name = 'n'\n"
-        '\t\t""\n'
+        "\n"
     )
+
+
+def test_stripping_leaves_a_pass_for_what_only_the_type_checker_reads() -> None:
+    # GIVEN imports under ``if TYPE_CHECKING:`` (with a comment, and an else branch)
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from decimal import Decimal  # the type\n"
+        "    from fractions import (\n"
+        "        Fraction,\n"
+        "    )\n"
+        "else:\n"
+        "    Decimal = int\n"
+        "X: Decimal = 1\n"
+    )
+    # WHEN it is stripped
+    stripped = stripped_source(source)
+    # THEN the block's body is a pass, every other line where it was, and it runs as it did
+    assert stripped.splitlines() == [
+        "from typing import TYPE_CHECKING",
+        "if TYPE_CHECKING:",
+        "\tpass",
+        "",
+        "",
+        "",
+        "else:",
+        "\tDecimal = int",
+        "X: Decimal = 1",
+    ]
+    namespace: dict[str, Any] = {}
+    exec(compile(stripped, "stripped", "exec"), namespace)  # noqa: S102 (the source above)
+    assert namespace["X"] == 1 and namespace["Decimal"] is int
 
 
 def test_stripping_keeps_strings_that_are_not_docstrings() -> None:
