@@ -6,9 +6,7 @@ deployed function's environment and its deployed state store, and print the deci
 The tick runs at the first minute at which each deployed table has a provisioned-capacity
 datapoint of its own (`witnessed_from`; now, if later): before it a table's newest one
 began before the table did, is no delivery witness of it, and its idle dimensions are held
-as a new table's. It is also a tick that reads every dimension's throttle events (one in
-three, `throttles_read_from`): on the others an idle dimension is never lowered. So what
-the tick decides follows from when the tables were created, not
+as a new table's. So what the tick decides follows from when the tables were created, not
 from how long the deploy took or where in a minute it ended."""
 
 from __future__ import annotations
@@ -20,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ddb_capacity_runtime.core.delivery import WITNESS_PERIOD_MINUTES
-from ddb_capacity_runtime.core.series import MINUTE, step_start, throttles_due
+from ddb_capacity_runtime.core.series import MINUTE, step_start
 from ddb_capacity_runtime.core.settings import ScalerConfig
 from ddb_capacity_tools.local import decision_report, tick_once
 from ddb_capacity_tools.local_aws import (
@@ -56,15 +54,6 @@ def tick_minute(endpoint: str, tables: Iterable[str]) -> datetime:
     return max([now, *(witnessed_from(c) for c in created)])
 
 
-def throttles_read_from(minute: datetime, tick: int) -> datetime:
-    """The first minute from ``minute`` on at which a tick every ``tick`` minutes reads the
-    throttle events of every dimension, busy or idle (`throttles_due`: one tick in three),
-    so the idle ones it decides have theirs read and may be lowered."""
-    while not throttles_due([], 1, minute, tick):
-        minute += MINUTE
-    return minute
-
-
 def tick_against_deployment(
     endpoint: str, assembly: Path, *, deploy_first: bool = True
 ) -> dict[str, Any]:
@@ -78,9 +67,9 @@ def tick_against_deployment(
         name: next(v for k, v in ids.items() if k.startswith(name))
         for name in ("Feed", "Clicks", "Accounts")
     }
+    now = tick_minute(endpoint, tables.values())
     env = function_environment(endpoint, STACK, "ScalerFunction")
     config = ScalerConfig.from_env(env)
-    now = throttles_read_from(tick_minute(endpoint, tables.values()), config.tick_minutes)
     end = now - timedelta(minutes=config.metric_lag_minutes)
     cw = client(endpoint, "cloudwatch")
     # Feed: reads at its 50 provisioned, 1,800 refused requests a minute for 2 minutes

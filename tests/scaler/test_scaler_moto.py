@@ -99,9 +99,8 @@ def test_tables_under_auto_scaling_get_their_minimum_moved_then_restored(world: 
     assert not [k for k in world.tags(name) if k.startswith("ddb-capacity:")]  # no tag
     assert {(c["via"], c["to"]) for c in summary["changes"]} >= {("scalable-target", 172)}
     # WHEN a later tick sees no throttling in its window (and light traffic up to its end)
-    # (a third tick: one on which its throttles are read at any use, so it may be lowered)
-    later = world.now + timedelta(minutes=48)
-    world.traffic(name, "read", 5, minutes=range(-47, -31))
+    later = world.now + timedelta(minutes=45)
+    world.traffic(name, "read", 5, minutes=range(-44, -28))
     world.tick(later, SCALER_TABLES=name, SCALER_TAG_KEY="")
     # THEN the configured minimum is restored and the memory forgotten
     assert world.target_min(name, "read") == 10
@@ -229,12 +228,10 @@ def test_metrics_are_fetched_in_batches_of_500(world: World) -> None:
     # WHEN a tick runs that is no table's forecast tick (which reads history besides)
     # (tables forecast in 5-minute slots with 2-minute ticks: none at minute 33)
     summary, _ = world.tick(world.now.replace(minute=33) - timedelta(hours=1))
-    # THEN one GetMetricData call serves them all (their consumption and the state store's:
-    # 261 queries; none near its capacity at a tick that is no third tick, so no throttle
-    # events are read); DescribeTable is one per table; tag discovery pages 100 tables at a
-    # time
+    # THEN two GetMetricData calls serve them all; DescribeTable is one per table; tag
+    # discovery pages 100 tables at a time
     assert summary["dimensions"] == 2 * len(names)
-    assert calls["GetMetricData"] == 1
+    assert calls["GetMetricData"] == 2
     assert calls["DescribeTable"] == len(names)
     assert calls["GetResources"] == 2
 

@@ -98,15 +98,13 @@ def test_only_provisioned_throughput_throttles_raise_and_only_the_hot_table_alar
     hot_keys = {(e["table"], e["dimension"]): e for e in events(lines, "hot-key")}
     assert set(hot_keys) == {(hot, "write"), (mixed, "write")}
     assert "Contributor Insights" in hot_keys[(hot, "write")]["consequence"]
-    # AND the throttled dimensions' causes are read in one more call, for them alone, after
-    # the call of every dimension's throttle events (a third tick reads them at any use)
+    # AND the throttled dimensions' causes are read in one more call, for them alone
     # (and the calm table's decrease, which rests on the window's oldest minutes, without a
     # datapoint, in one more: its delivery witness, for its write alone)
-    assert len(calls) == 4
-    assert len(calls[1]) == 8 and all(n.endswith("ThrottleEvents") for n in calls[1])
-    assert calls[3] == ["ProvisionedWriteCapacityUnits"]
-    cause_names = set(calls[2])
-    assert len(calls[2]) == 3 * len(metrics.CAUSES)
+    assert len(calls) == 3
+    assert calls[2] == ["ProvisionedWriteCapacityUnits"]
+    cause_names = set(calls[1])
+    assert len(calls[1]) == 3 * len(metrics.CAUSES)
     assert cause_names == {f"Write{c}ThrottleEvents" for c in metrics.CAUSES}
     assert events(lines, "throttle-causes-unknown") == []
 

@@ -218,7 +218,7 @@ def test_a_stall_first_read_long_after_it_began_stays_counted_once_its_witness_l
     assert emf(lines, quiet)["MetricsStalled"] == 2
     # WHEN a tick runs once that witness has left what a tick reads, within an hour of the
     # first tick that found it missing
-    later = world.now - timedelta(minutes=30) + timedelta(minutes=WITNESS_READ_MINUTES + 6)
+    later = world.now - timedelta(minutes=30) + timedelta(minutes=WITNESS_READ_MINUTES + 5)
     assert later - first < timedelta(minutes=NEW_MINUTES)
     store_delivered(world, later)
     _, lines = world.tick(later, SCALER_MODE="reactive")

@@ -32,8 +32,6 @@ LAG = 2  # SCALER_METRIC_LAG_MINUTES default
 #: How far past the world's now its tables' delivery witness is published (`World.table`):
 #: the later ticks of a test find it as DynamoDB keeps publishing it.
 WITNESS_AHEAD = timedelta(hours=3)
-#: A multiple of which a world's now is: a third tick's at a tick of 1, 2 or 3 minutes.
-THIRD_TICK_MINUTES = 6
 #: The tag the world's tables are discovered by.
 TAG_KEY = "autoscaling_manager_enabled"
 
@@ -68,11 +66,8 @@ class World:
         self.cw = aws_client("cloudwatch")
         self.clients = Clients(self.ddb, self.aas, self.cw, aws_client("resourcegroupstaggingapi"))
         self.run_id = uuid.uuid4().hex[:8]
-        # the real clock: the library's request and hold code reads it too; on a minute of
-        # a third tick (`throttles_due`: a multiple of 6 minutes, so at a tick of 1, 2 or 3
-        # minutes), whose reads are the throttles of every dimension, whatever its use
-        now = datetime.now(UTC).replace(second=0, microsecond=0)
-        self.now = now - timedelta(minutes=int(now.timestamp()) // 60 % THIRD_TICK_MINUTES)
+        # the real clock: the library's request and hold code reads it too
+        self.now = datetime.now(UTC).replace(second=0, microsecond=0)
         self._store: HoldStore | None = None
         self.targets: list[tuple[str, str]] = []  # registered here: deregistered by close()
 

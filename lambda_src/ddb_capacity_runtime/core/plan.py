@@ -180,7 +180,6 @@ def dimension_state(
         d.least_fall,
         unfixable,
         fresh if fresh > 0 else 0,
-        s.throttles_read,
     )
 
 

@@ -55,9 +55,6 @@ class Series:
     status other than ``Complete``, a NaN, negative or infinite value, a minute given
     twice) or whose query failed, as against those it had not delivered: what was served
     in them may have been anything.
-
-    ``throttles_read`` False: the tick read the dimension's consumption alone
-    (`throttles_due`), so its throttles read 0 but are not known, and it is not lowered.
     """
 
     minute_starts: list[datetime]
@@ -69,7 +66,6 @@ class Series:
     causes_unknown: int = 0
     undelivered: int = 0
     untrusted: int = 0
-    throttles_read: bool = True
 
     @property
     def unknown_minutes(self) -> int:
@@ -81,21 +77,6 @@ class Series:
         n = len(minute_starts)
         zeros = [0.0] * n
         return cls(list(minute_starts), zeros, list(zeros), [True] * n, untrusted=n)
-
-
-THROTTLE_READ_SHARE = 0.85
-"""A tick reads a dimension's throttle events when its consumption in the window reached
-this share of its provisioned capacity (docs: Scaler, "Costs")."""
-THROTTLE_READ_TICKS = 3
-"""... and on every third tick whatever its consumption: throttles at low use (a hot key)."""
-
-
-def throttles_due(consumed: Sequence[float], provisioned: int, now: datetime, tick: int) -> bool:
-    """Whether a tick at ``now``, one every ``tick`` minutes, reads a dimension's throttle
-    events. The third ticks are counted from the epoch: at a 2-minute tick on even minutes,
-    those whose minute is a multiple of 3; at any tick, one in three."""
-    high = max(consumed, default=0.0) >= THROTTLE_READ_SHARE * provisioned
-    return high or int(now.timestamp()) // 60 // tick % THROTTLE_READ_TICKS == 0
 
 
 def tell_causes(

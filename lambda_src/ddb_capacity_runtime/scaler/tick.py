@@ -105,7 +105,7 @@ from ..core.holds import HeldDimension
 from ..core.outcomes import Status
 from ..core.plan import Change, Held, reservation_floor
 from ..core.policy import HOLD, Decision
-from ..core.series import Key, Series, throttles_due, window
+from ..core.series import Key, Series, window
 from ..core.settings import ScalerConfig
 from ..core.tables import ManagedTable
 from ..events import log_event
@@ -226,9 +226,7 @@ def _control_plane(clients: Clients) -> list[Any]:
 
 def _measure(t: _Tick, tables: list[ManagedTable]) -> dict[Key, Series]:
     """Every dimension's series over the tick's window (GetMetricData); a batch that fails
-    is a shared failure, and its dimensions' minutes unknown. Throttle events are read in a
-    second call, of the dimensions `throttles_due` names; one not read (not due, or its read
-    failed: a failure of its table) is never lowered this tick. The state store, which every
+    is a shared failure, and its dimensions' minutes unknown. The state store, which every
     tick reads, witnesses the minutes CloudWatch has delivered (`metrics.fetch`): idle
     tables alone are idle, not unknown; but for its newest minutes, whose datapoints may
     still be arriving (`ScalerConfig.arriving_minutes`): a dimension's minute among them is
@@ -247,21 +245,8 @@ def _measure(t: _Tick, tables: list[ManagedTable]) -> dict[Key, Series]:
         throttled=t.throttled,
         witness=t.store.name,
         arriving=t.config.arriving_minutes,
-        throttles=False,
     )
     t.shared_failures += errors
-    provisioned = {d.key: d.provisioned for table in tables for d in table.dimensions}
-    tick = t.config.tick_minutes
-    due = [  # not those wholly unknown (their call failed): their throttles would be too
-        k
-        for k, s in series.items()
-        if not all(s.unknown or [False]) and throttles_due(s.consumed, provisioned[k], t.now, tick)
-    ]
-    unread: dict[Key, str] = {}  # each such dimension held: never lowered this tick
-    if due:
-        series = metrics.fetch_throttles(
-            t.clients.cloudwatch, series, due, start, end, errors=unread
-        )
     by_cause: dict[Key, str] = {}
     series = metrics.fetch_causes(
         t.clients.cloudwatch,
@@ -270,7 +255,7 @@ def _measure(t: _Tick, tables: list[ManagedTable]) -> dict[Key, Series]:
         end,
         errors=by_cause,
     )
-    for key, error in (unread | by_cause).items():  # its throttles unread, or all fixable
+    for key, error in by_cause.items():  # its throttles are all taken for fixable
         t.fail(key[0], f"{key[1] or 'table'} {key[2]}: {error}")
     if t.config.replicas:  # a global table's writes, as every replica's scaler reads them
         series = replicated(

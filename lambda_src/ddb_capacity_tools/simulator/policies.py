@@ -52,7 +52,7 @@ from ddb_capacity_runtime.core.plan import (
 )
 from ddb_capacity_runtime.core.policy import HOLD, Decision, PolicyConfig
 from ddb_capacity_runtime.core.series import Key as SeriesKey
-from ddb_capacity_runtime.core.series import Series, tell_causes, throttles_due, window
+from ddb_capacity_runtime.core.series import Series, tell_causes, window
 from ddb_capacity_runtime.core.settings import ScalerConfig
 from ddb_capacity_runtime.core.table_limits import Limits
 from ddb_capacity_runtime.core.tables import Dimension, ManagedTable, ScalableTarget, TrackingPolicy
@@ -289,8 +289,6 @@ class ThrottleAware:
         """The delivery verdict per phase of a tick's time (`delivered`)."""
         # what a tick reads: its window and the newest minutes (the metric lag's)
         self._history_minutes = self.config.history_minutes + self.config.metric_lag_minutes
-        self.throttle_reads = [0, 0]
-        """The dimensions' reads of throttle events, of the dimensions' ticks."""
 
     def _init_forecasts(self) -> None:
         """What the autopilot's forecasts keep from tick to tick."""
@@ -333,21 +331,13 @@ class ThrottleAware:
         and forbid any decrease). Where the table has a hot partition and a minute is
         throttled, the causes are told apart as ``fetch_causes`` tells them: ``unfixable``
         and ``key_range`` hold the key-range throttle events (the model's only cause that
-        capacity cannot fix). Its throttles are read only where the Lambda reads them
-        (`throttles_due`, counted in ``throttle_reads``); else they read 0, not read."""
+        capacity cannot fix)."""
         first, count = window
         consumed, throttles, unknown, undelivered = sim.metrics(
             key, first, count, t, newest, arriving
         )
         listed = count - undelivered
         times = sim.times(first, listed)
-        self.throttle_reads[1] += 1
-        if not throttles_due(consumed, sim.dims[key].provisioned, sim.time(t), self.tick):
-            zeros = [0.0] * len(throttles)  # not read: the tick holds its decreases
-            return Series(
-                times, consumed, zeros, unknown, undelivered=undelivered, throttles_read=False
-            )
-        self.throttle_reads[0] += 1
         if not self.causes or sim.partitions is None or not any(throttles):
             return Series(times, consumed, throttles, unknown, undelivered=undelivered)
         # the model publishes key-range events; the provisioned-throughput ones are the rest

@@ -8,12 +8,9 @@ tiers), with the construct's defaults (a tick every 2 minutes, its alarms on):
   count is a metric only in the hours it is not 0, and its levels, ``DecreasesLeft`` and
   ``ForecastsOn``, are fields of the log line only; the hours with something to count are
   not counted);
-- its GetMetricData reads: `QUERIES_PER_DIMENSION` metric a dimension a tick (consumed
-  capacity), its throttle events on the ticks that read them (`throttle_reads`: every third
-  tick, and those whose window's consumption reached
-  `ddb_capacity_runtime.core.series.THROTTLE_READ_SHARE` of the capacity, `HOT_TICKS` of the
-  others assumed; the throttles by cause, read only while a dimension is throttled, are not
-  counted), and, in autopilot, the
+- its GetMetricData reads: `QUERIES_PER_DIMENSION` metrics a dimension a tick (consumed
+  capacity and throttle events; the throttles by cause, read only while a dimension is
+  throttled, are not counted), and, in autopilot, the
   history, `HISTORY_QUERIES_PER_HOUR` a dimension an hour (a dimension's delivery witness,
   read only at a tick about to lower it on minutes without a datapoint, is not counted);
 - its checks on the table, ``SustainedThrottling`` on each dimension and ``HotKey`` on the
@@ -38,13 +35,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ddb_capacity_runtime.core.series import THROTTLE_READ_TICKS
 from ddb_capacity_runtime.core.settings import DEFAULT_TICK_MINUTES
 
 from .candidates import MONTH_HOURS
 from .prices import Prices
 
-__all__ = ["ScalerCost", "monthly_fixed_cost", "monthly_scaler_cost", "throttle_reads"]
+__all__ = ["ScalerCost", "monthly_fixed_cost", "monthly_scaler_cost"]
 
 TABLE_METRICS = 0
 """The custom metrics a steady managed table's record makes in a tick: none. Its counts
@@ -55,15 +51,8 @@ DEPLOYMENT_METRICS = 0
 """The custom metrics a steady scaler's deployment (dimension ``StateStore``) has in a tick:
 none (its counts only while not 0; ``TablesManaged`` a field of the log line). Charged to no
 table."""
-QUERIES_PER_DIMENSION = 1
-"""Metrics every tick reads a dimension: its consumed capacity
-(`ddb_capacity_runtime.aws.metrics.fetch`, without throttles)."""
-HOT_TICKS = 0.10
-"""The share of a dimension's ticks whose window's consumption reached
-`ddb_capacity_runtime.core.series.THROTTLE_READ_SHARE` of its capacity, which read its throttle
-events besides every third tick: the simulator's nine scenarios under its four scaler policies
-(throttle-aware and autopilot, each alone and on stock:70) measured 10.2 % at a 2-minute tick;
-a table run below its target sees fewer (docs: Scaler, "Costs")."""
+QUERIES_PER_DIMENSION = 2
+"""Metrics a tick reads a dimension (`ddb_capacity_runtime.aws.metrics.queries`)."""
 WITNESS_QUERIES = 1
 """Metrics a tick reads besides its dimensions': the state store's consumed reads
 (`ddb_capacity_runtime.aws.metrics.fetch`'s witness), once a scaler (`monthly_fixed_cost`)."""
@@ -83,16 +72,6 @@ MEMORY_MB = 256
 """The scaler's memory (``constructs_pkg.scaler._scaler.MEMORY_MB``)."""
 TICK_MINUTES = DEFAULT_TICK_MINUTES
 """The construct's default tick."""
-
-
-def throttle_reads(hot: float = HOT_TICKS) -> float:
-    """A dimension's throttle-event reads a tick: every third tick's, and ``hot`` of the others'
-    (those whose consumption reached the share at which a tick reads them:
-    `ddb_capacity_runtime.core.series.throttles_due`)."""
-    if not 0 <= hot <= 1:
-        raise ValueError(f"hot: got {hot!r}; the share of ticks must be from 0 to 1")
-    third = 1 / THROTTLE_READ_TICKS
-    return third + (1 - third) * hot
 
 
 @dataclass(frozen=True)
@@ -117,14 +96,10 @@ def monthly_scaler_cost(
     tick_minutes: int = TICK_MINUTES,
     prices: Prices | None = None,
     table: bool = True,
-    hot: float = HOT_TICKS,
 ) -> ScalerCost:
     """The scaler's dollars a month on one table of ``dimensions`` dimensions, in autopilot
     (the default mode) or reactive mode, ticking every ``tick_minutes``; with ``table``
-    False, on ``dimensions`` of GSIs without their table: their reads and alarms only.
-    ``hot``: the share of ticks whose consumption has a tick read throttle events besides
-    every third (`throttle_reads`; a simulated run's ``ThrottleAware.throttle_reads`` tells
-    it)."""
+    False, on ``dimensions`` of GSIs without their table: their reads and alarms only."""
     if dimensions < 1 or tick_minutes < 1:
         raise ValueError(
             f"dimensions {dimensions} and tick_minutes {tick_minutes}: each must be 1 or more"
@@ -133,8 +108,7 @@ def monthly_scaler_cost(
     ticks = MONTH_HOURS * 60 / tick_minutes
     metrics = TABLE_METRICS * prices.custom_metric_month * table
     requested = dimensions * (
-        (QUERIES_PER_DIMENSION + throttle_reads(hot)) * ticks
-        + autopilot * HISTORY_QUERIES_PER_HOUR * MONTH_HOURS
+        QUERIES_PER_DIMENSION * ticks + autopilot * HISTORY_QUERIES_PER_HOUR * MONTH_HOURS
     )
     invocation = (
         prices.lambda_request_million / 1e6
