@@ -100,8 +100,9 @@ def add(
     when the window is older than its slot's: too late. ``now``: the reader's clock (POSIX
     seconds; default the machine's), past which no sound window starts."""
     key = counter_key(table, sort_key, start)
-    cap = {":id": {"S": batch or ""}, ":cap": {"N": str(MAX_BATCH_IDS)}}
-    ids = {":b": {"SS": [batch]}, **cap} if batch is not None else {}
+    # the batch's own values: none for a batch of no id (always added, never guarded)
+    cap = {} if batch is None else {":id": {"S": batch}, ":cap": {"N": str(MAX_BATCH_IDS)}}
+    ids = {} if batch is None else {":b": {"SS": [batch]}, **cap}
     once = " AND NOT contains(#b, :id)" if batch is not None else ""
     room = " AND (attribute_not_exists(#b) OR size(#b) < :cap)" if batch is not None else ""
     take = partial(_take, dynamodb, store, key, start, units, batch)
