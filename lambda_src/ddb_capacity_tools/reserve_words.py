@@ -13,7 +13,12 @@ from .reserve import UNVERIFIED_WORDS, Plan, figures
 from .simulator.prices import BLOCK_UNITS, TERMS, Prices, unverified
 from .simulator.text import counted
 
-__all__ = ["fees_words", "summary_words", "text"]
+__all__ = ["fees_words", "summary_words", "text", "units_words"]
+
+
+def units_words(read: int, write: int, term: str) -> str:
+    """A reservation's units and term, as every view of a plan says them."""
+    return f"{read:,} read and {write:,} write units for {term}"
 
 
 def summary_words(short: dict[str, Any]) -> str:
@@ -22,8 +27,8 @@ def summary_words(short: dict[str, Any]) -> str:
     plan = (
         "no reservation pays"
         if short["term"] is None
-        else f"reserve {short['read_units']:,} read and {short['write_units']:,} write units "
-        f"for {short['term']} ({_money(short['upfront_usd'])} up front)"
+        else f"reserve {units_words(short['read_units'], short['write_units'], short['term'])} "
+        f"({_money(short['upfront_usd'])} up front)"
     )
     hourly = short.get("savings_plan_hourly", 0.0)
     if hourly > 0:

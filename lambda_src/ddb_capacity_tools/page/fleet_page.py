@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ddb_capacity_runtime.core.names import is_table_name
 
+from ..reserve_words import units_words
 from .document import bar, document, figure, link, money, table, text
 from .pages import table_page
 
@@ -122,8 +123,7 @@ def _reservation(plan: dict[str, Any] | None) -> str:
     words = (
         "no reservation pays"
         if plan["term"] is None
-        else f"{plan['read_units']:,} read and {plan['write_units']:,} write units for "
-        f"{plan['term']}"
+        else units_words(plan["read_units"], plan["write_units"], plan["term"])
     )
     hourly = plan.get("savings_plan_hourly", 0.0)
     return (

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..reserve import Plan, figures
 from ..reserve_sizing import DIMENSIONS, Hours
-from ..reserve_words import fees_words
+from ..reserve_words import fees_words, units_words
 from ..simulator.billing import DEFAULT_BASIS, HOURLY_MAX
 from ..simulator.text import counted
 from ..simulator.trace import Trace
@@ -77,7 +77,7 @@ def reserve_page(plan: Plan, trace: Trace, split: int, about: dict[str, Any]) ->
     words = (
         "no reservation"
         if plan.term is None
-        else f"{plan.units['read']:,} read and {plan.units['write']:,} write units for {plan.term}"
+        else units_words(plan.units["read"], plan.units["write"], plan.term)
     )
     heads = "".join(
         [
