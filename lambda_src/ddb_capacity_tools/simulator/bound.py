@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from itertools import accumulate
 
 from .params import ModelParams
-from .prices import Prices
 from .trace import Key, Trace
 
 STRETCH_MINUTES = 60
@@ -49,9 +48,6 @@ class Bound:
     key: Key
     unit_minutes: float
     floor: list[int]
-
-    def cost(self, prices: Prices) -> float:
-        return prices.provisioned(self.key[1], self.unit_minutes)
 
 
 def floors(demand: Sequence[float], params: ModelParams) -> list[int]:
