@@ -29,8 +29,9 @@ from ..core.names import (
     scalable_dimension,
     table_of_arn,
 )
+from ..core.reservation import not_covered
 from ..core.settings import ScalerConfig
-from ..core.table_limits import Limits, RefusedTag
+from ..core.table_limits import Limits, RefusedTag, within_quota
 from ..core.tables import (
     Dimension,
     ManagedTable,
@@ -375,6 +376,7 @@ def describe_table(
         legacy_tags=sorted(k for k in tags if k.startswith(SCALER_TAGS)),
         began=began_of(table),
     )
+    uncovered, managed.class_unknown = not_covered(table, bool(config.replica_regions(name)))
     for index, spec in _active_specs(managed, table):
         throughput, provisioned = provisioned_units(name, index, spec)
         ledger = DecreaseLedger.from_throughput(throughput, now)
@@ -385,6 +387,7 @@ def describe_table(
             memory, dim_limits = _under_target(
                 managed, index, dim, target, state, limits[dim], owned
             )
+            dim_limits = within_quota(dim_limits, config.quota(dim), provisioned[dim])
             managed.dimensions.append(
                 Dimension(
                     table=name,
@@ -400,6 +403,7 @@ def describe_table(
                     plan=_plan(managed, state, config.table_quota),
                     owned_target=owned,
                     warm=warm_of(spec, dim, config.table_quota),
+                    covered=dim not in uncovered,
                 )
             )
     _refused_conflicts(managed, refused, limits)
