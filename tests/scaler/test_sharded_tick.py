@@ -33,7 +33,15 @@ from tests.support.faults import (
     unsound_tagging,
 )
 from tests.support.moto_world import TAG_KEY, World
-from tests.support.sharded_tick import config, emf_records, own_clients, throttled, ticked
+from tests.support.sharded_tick import (
+    config,
+    emf_records,
+    own_clients,
+    received,
+    throttled,
+    ticked,
+)
+from tests.support.sharded_tick import queue as queue  # noqa: F401 (fixture)
 from tests.support.sharded_tick import world as world  # noqa: F401 (fixture)
 
 T0 = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
@@ -46,22 +54,6 @@ def moto_world(aws_client: Any) -> Iterator[World]:
     made = World(aws_client)
     yield made
     made.close()
-
-
-@pytest.fixture
-def queue(aws_client: Any, world: World) -> Iterator[str]:
-    sqs = aws_client("sqs")
-    url = sqs.create_queue(QueueName=f"batches-{world.run_id}")["QueueUrl"]
-    yield url
-    sqs.delete_queue(QueueUrl=url)
-
-
-def received(aws_client: Any, url: str) -> list[dict[str, Any]]:
-    """Every message on the queue, as the event source would hand them over."""
-    sqs, out = aws_client("sqs"), []
-    while page := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages"):
-        out += [{"body": m["Body"], "messageId": m["MessageId"]} for m in page]
-    return out
 
 
 # ------------------------------------------------------------------ the message
