@@ -699,7 +699,8 @@ def test_a_batch_bounds_its_raises_by_the_quota_its_message_carries(
     # it past 10,000), a scaler configured with a table quota of 5,000, in an account whose
     # DescribeLimits answers 10,000 (moto's)
     def raised(carried: tuple[int, int] | None) -> int:
-        name = world.table(f"big{carried}", 100, 6_000, tags={"ddb-capacity:write-max": "15000"})
+        label = "none" if carried is None else f"{carried[0]}-{carried[1]}"
+        name = world.table(f"big{label}", 100, 6_000, tags={"ddb-capacity:write-max": "15000"})
         world.traffic(name, "write", 6_000)
         world.traffic(name, "write", 0, throttles=300_000, minutes=range(1, 3))
         batch = Batch(world.now, world.now + timedelta(minutes=2), 1, 1, (name,), carried)
@@ -710,3 +711,6 @@ def test_a_batch_bounds_its_raises_by_the_quota_its_message_carries(
     # THEN it reads the account's 10,000 itself, and goes no further
     assert raised((20_000, 20_000)) > 10_000
     assert raised(None) <= 10_000
+    # WHEN one carries a read quota of 20,000 and a write quota of 8,000 THEN the write
+    # goes to its own quota, no further
+    assert raised((20_000, 8_000)) == 8_000
