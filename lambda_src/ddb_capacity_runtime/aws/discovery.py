@@ -43,7 +43,7 @@ from ..core.tables import (
     tags_of,
     warm_of,
 )
-from ..core.tags import IgnoredTag, parse_tags
+from ..core.tags import IgnoredTag, TableTags, parse_tags
 from ..core.validators import is_whole
 from ..events import log_event
 from . import table_calls
@@ -366,16 +366,7 @@ def describe_table(
     parsed = parse_tags(tags, config.table_quota)
     _log_ignored(name, parsed.ignored)
     limits, refused = _tag_limits(config, name, parsed.limits)
-    managed = ManagedTable(
-        name,
-        arn,
-        tags,
-        ignored_tags=len(parsed.ignored),
-        tag_limits=dict(parsed.limits),
-        legacy_memories=dict(parsed.base_mins),
-        legacy_tags=sorted(k for k in tags if k.startswith(SCALER_TAGS)),
-        began=began_of(table),
-    )
+    managed = _managed(name, arn, tags, parsed, table)
     uncovered, managed.class_unknown = not_covered(table, bool(config.replica_regions(name)))
     for index, spec in _active_specs(managed, table):
         throughput, provisioned = provisioned_units(name, index, spec)
@@ -408,6 +399,23 @@ def describe_table(
             )
     _refused_conflicts(managed, refused, limits)
     return managed
+
+
+def _managed(
+    name: str, arn: str, tags: dict[str, str], parsed: TableTags, table: Mapping[str, Any]
+) -> ManagedTable:
+    """The table as its tags (``parsed``) and DescribeTable's ``table`` tell it, no
+    dimension yet."""
+    return ManagedTable(
+        name,
+        arn,
+        tags,
+        ignored_tags=len(parsed.ignored),
+        tag_limits=dict(parsed.limits),
+        legacy_memories=dict(parsed.base_mins),
+        legacy_tags=sorted(k for k in tags if k.startswith(SCALER_TAGS)),
+        began=began_of(table),
+    )
 
 
 def _tag_limits(
