@@ -67,7 +67,7 @@ def _run_batches(world: World, aws_client: Any, queue: str) -> list[Any]:
     """Every batch on the queue, parsed and ticked; returns them."""
     batches = [parse_batch(m["body"], world.now, 2) for m in received(aws_client, queue)]
     for batch in batches:
-        assert ticked(world, own_clients(aws_client), batch, **ENV) is None
+        assert ticked(world, own_clients(aws_client), batch, None, None, **ENV) is None
     return batches
 
 

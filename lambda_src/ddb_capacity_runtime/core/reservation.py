@@ -3,11 +3,11 @@
 The reservation floor: DynamoDB reserved capacity covers the Region's single-Region
 provisioned units of a dimension of Standard-class tables and their GSIs, whichever tables
 hold them (`not_covered`: not a global table's writes, not a Standard-IA table), and is
-paid whether used or not, so a decrease below it saves nothing. `Reservation` is the reserved units; a `Floor` cuts a tick's
-decreases so that the provisioned total of each dimension (read, write; tables and GSIs)
-stays at or above them (`plan.floor_planned` applies it to a tick's changes). Raises are
-never limited. Pure; the scaler's tick and the simulator's reservation-aware policies
-(``+reserved``) both use it.
+paid whether used or not, so a decrease below it saves nothing. `Reservation` is the
+reserved units; a `Floor` cuts a tick's decreases so that the covered provisioned total of
+each dimension (read, write; tables and GSIs) stays at or above them
+(`plan.floor_planned` applies it to a tick's changes). Raises are never limited. Pure; the
+scaler's tick and the simulator's reservation-aware policies (``+reserved``) both use it.
 """
 
 from __future__ import annotations
