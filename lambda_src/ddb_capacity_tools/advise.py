@@ -38,6 +38,7 @@ from datetime import datetime
 from typing import Any
 
 from ddb_capacity_runtime.core.names import is_table_name
+from ddb_capacity_runtime.core.tables import table_class as table_class
 from ddb_capacity_runtime.core.validators import is_number, is_region
 
 from .fleet_current import Current, current_figures, read_current
@@ -60,7 +61,7 @@ from .simulator.params import ModelParams
 from .simulator.policies import DEFAULT_TICK_MINUTES
 from .simulator.prices import Prices
 from .simulator.progress import Progress, step
-from .simulator.table_class import STANDARD, TABLE_CLASSES, class_lines
+from .simulator.table_class import STANDARD, class_lines
 from .simulator.text import counted, fixed_width
 from .simulator.trace import Key, Trace
 from .simulator.tune import validate, validation_split
@@ -338,19 +339,6 @@ def replication(description: Any) -> Replication:
     unnamed = len(found) - len(named)
     unknown = f"{unnamed} of its {len(found)} Replicas without a Region's name" if unnamed else ""
     return Replication(regions, unknown)
-
-
-def table_class(description: Any) -> str | None:
-    """The table class DescribeTable's answer (untrusted) gives: Standard when it says none
-    (a table that never changed class may have no ``TableClassSummary``), one of
-    `TABLE_CLASSES`, or None when what it says cannot be read."""
-    if not isinstance(description, dict):
-        return None
-    summary = description.get("TableClassSummary")
-    if summary is None:
-        return STANDARD
-    named = summary.get("TableClass") if isinstance(summary, dict) else None
-    return named if named in TABLE_CLASSES else None
 
 
 def class_note(named: str | None) -> str:

@@ -177,7 +177,15 @@ def test_the_fleet_scale_guides_message_sizes_are_measured() -> None:
 
     def message(count: int, size: int) -> int:
         tick = datetime(2026, 1, 1, tzinfo=UTC)
-        made = Batch(tick, tick + timedelta(minutes=2), 1, 1, names(count, size), 40_000)
+        made = Batch(
+            tick,
+            tick + timedelta(minutes=2),
+            1,
+            1,
+            names(count, size),
+            (40_000, 40_000),
+            (0, 1_000),
+        )
         return len(made.to_message().encode())
 
     # THEN the messages, as the scaler writes them, are the sizes the guide says, within 5 %

@@ -77,14 +77,20 @@ def _stubbed(answer: dict[str, Any] | None, error: str | None = None) -> Any:
 @pytest.mark.parametrize(
     ("answer", "expected"),
     [
-        ({"TableMaxReadCapacityUnits": 80_000, "TableMaxWriteCapacityUnits": 60_000}, 80_000),
-        ({"TableMaxReadCapacityUnits": 10_000, "TableMaxWriteCapacityUnits": 10_000}, 40_000),
-        ({"TableMaxWriteCapacityUnits": 50_000}, 50_000),
-        ({"TableMaxReadCapacityUnits": 10**12}, MAX_TABLE_QUOTA),
+        (
+            {"TableMaxReadCapacityUnits": 80_000, "TableMaxWriteCapacityUnits": 60_000},
+            (80_000, 60_000),
+        ),
+        (
+            {"TableMaxReadCapacityUnits": 10_000, "TableMaxWriteCapacityUnits": 10_000},
+            (40_000, 40_000),
+        ),
+        ({"TableMaxWriteCapacityUnits": 50_000}, (40_000, 50_000)),
+        ({"TableMaxReadCapacityUnits": 10**12}, (MAX_TABLE_QUOTA, 40_000)),
     ],
 )
 def test_the_accounts_quota_only_raises_the_configured_one(
-    answer: dict[str, Any], expected: int
+    answer: dict[str, Any], expected: tuple[int, int]
 ) -> None:
     assert account_table_quota(_stubbed(answer), DEFAULT_TABLE_QUOTA) == expected
 
@@ -113,3 +119,45 @@ def test_a_failed_read_keeps_the_configured_quota_counted_and_the_tick_goes_on(
     assert "(40,000) bounds this tick" in lost["error"]
     (record,) = [json.loads(line) for line in out.getvalue().splitlines()]
     assert record["SharedFailures"] == 1
+
+
+def test_each_dimension_is_raised_to_its_own_quota_not_the_larger(world: World) -> None:
+    # GIVEN an account whose read quota is 80,000 and write quota 40,000 (DescribeLimits'
+    # answer, as AWS gives it for a raised read quota), and a table at 30,000 writes tagged
+    # write-max=60,000, throttled: its raise wants more than 40,000
+    def answer(parsed: dict[str, Any], **_: Any) -> None:
+        parsed.update(TableMaxReadCapacityUnits=80_000, TableMaxWriteCapacityUnits=40_000)
+
+    name = world.table("split", 100, 30_000, tags={"ddb-capacity:write-max": "60000"})
+    world.traffic(name, "write", 30_000)
+    world.traffic(name, "write", 0, throttles=900_000, minutes=range(1, 3))
+    world.ddb.meta.events.register("after-call.dynamodb.DescribeLimits", answer)
+    try:
+        # WHEN a tick runs
+        summary, events = world.tick()
+    finally:
+        world.ddb.meta.events.unregister("after-call.dynamodb.DescribeLimits", answer)
+    # THEN the write goes to its own quota, 40,000, not past it (where UpdateTable fails)
+    assert world.throughput(name)[1] == 40_000
+    assert summary["failures"] == []
+    (raised,) = [e for e in events if e.get("event") == "decision" and e["dimension"] == "write"]
+    assert raised["to"] == 40_000
+
+
+@pytest.mark.parametrize("told", [10_000, -5, "60000", None])
+def test_a_forged_write_quota_never_lowers_a_capacity_above_it(world: World, told: Any) -> None:
+    # GIVEN a table at 50,000 writes, busy, in an account whose DescribeLimits answer is
+    # forged to say a write quota below it, or none that is a whole number
+    def answer(parsed: dict[str, Any], **_: Any) -> None:
+        parsed.update(TableMaxReadCapacityUnits=80_000, TableMaxWriteCapacityUnits=told)
+
+    name = world.table("forged", 100, 50_000, tags={"ddb-capacity:write-max": "60000"})
+    world.traffic(name, "write", 34_000)  # 48,572 at 70 %: no decrease worth making
+    world.ddb.meta.events.register("after-call.dynamodb.DescribeLimits", answer)
+    try:
+        summary, _ = world.tick()
+    finally:
+        world.ddb.meta.events.unregister("after-call.dynamodb.DescribeLimits", answer)
+    # THEN the writes stay where they are: a quota read never lowers a capacity
+    assert world.throughput(name)[1] == 50_000
+    assert summary["failures"] == []

@@ -33,7 +33,15 @@ from tests.support.faults import (
     unsound_tagging,
 )
 from tests.support.moto_world import TAG_KEY, World
-from tests.support.sharded_tick import config, emf_records, own_clients, throttled, ticked
+from tests.support.sharded_tick import (
+    config,
+    emf_records,
+    own_clients,
+    received,
+    throttled,
+    ticked,
+)
+from tests.support.sharded_tick import queue as queue  # noqa: F401 (fixture)
 from tests.support.sharded_tick import world as world  # noqa: F401 (fixture)
 
 T0 = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
@@ -48,28 +56,22 @@ def moto_world(aws_client: Any) -> Iterator[World]:
     made.close()
 
 
-@pytest.fixture
-def queue(aws_client: Any, world: World) -> Iterator[str]:
-    sqs = aws_client("sqs")
-    url = sqs.create_queue(QueueName=f"batches-{world.run_id}")["QueueUrl"]
-    yield url
-    sqs.delete_queue(QueueUrl=url)
-
-
-def received(aws_client: Any, url: str) -> list[dict[str, Any]]:
-    """Every message on the queue, as the event source would hand them over."""
-    sqs, out = aws_client("sqs"), []
-    while page := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages"):
-        out += [{"body": m["Body"], "messageId": m["MessageId"]} for m in page]
-    return out
-
-
 # ------------------------------------------------------------------ the message
 
 
-def test_a_batch_and_its_table_quota_read_back_as_sent() -> None:
-    batch = Batch(T0, T0 + timedelta(minutes=2), 2, 3, ("Orders", "Carts"), 60_000)
+def test_a_batch_its_quotas_and_reservation_share_read_back_as_sent() -> None:
+    batch = Batch(T0, T0 + timedelta(minutes=2), 2, 3, ("Orders", "Carts"), (60_000, 40_000))
     assert parse_batch(batch.to_message(), T0, 2) == batch
+    shared = Batch(T0, T0 + timedelta(minutes=2), 2, 3, ("Orders",), (50_000, 40_000), (0, 301))
+    assert parse_batch(shared.to_message(), T0, 2) == shared
+
+
+def test_a_message_of_an_earlier_scheduled_function_gives_its_one_quota_to_both() -> None:
+    # GIVEN a message as the scheduled function sent it before the quotas were per dimension
+    earlier = {**GOOD, "table_quota": 60_000}
+    # THEN it is read, its quota the read and the write one, and no reservation share
+    batch = parse_batch(json.dumps(earlier), T0 + timedelta(minutes=1), 2)
+    assert (batch.quotas, batch.reserved) == ((60_000, 60_000), None)
 
 
 def test_a_batch_reads_back_as_it_was_sent() -> None:
@@ -118,6 +120,13 @@ GOOD = json.loads(Batch(T0, T0 + timedelta(minutes=2), 1, 1, ("Orders",)).to_mes
         ("table_quota", 0, "table_quota must be a whole number from 1 to 1000000; got 0"),
         ("table_quota", "40000", "table_quota must be a whole number"),
         ("table_quota", None, "table_quota must be a whole number"),
+        ("quotas", 40000, "quotas must be a list of a read and a write value; got 40000"),
+        ("quotas", [40000], "quotas must be a list of a read and a write value"),
+        ("quotas", [40000, 0], "quotas must be a whole number from 1 to 1000000; got 0"),
+        ("quotas", [True, 1], "quotas must be a whole number from 1"),
+        ("reserved", [100, -1], "reserved must be a whole number from 0 to 10000000; got -1"),
+        ("reserved", [100, 10**8], "reserved must be a whole number from 0 to 10000000"),
+        ("reserved", None, "reserved must be a list of a read and a write value; got None"),
     ],
 )
 def test_a_message_that_is_not_a_batch_is_refused_naming_the_field(
@@ -212,10 +221,10 @@ def test_the_tick_reads_the_table_quota_once_for_all_its_batches(
     # THEN the tick read DescribeLimits once (DynamoDB throttles it past one call a minute)
     # and every batch carries what it read
     assert len(calls) == 1
-    quota = account_table_quota(aws_client("dynamodb"), cfg.table_quota)
-    assert quota > cfg.table_quota == 5_000  # the account's, above the configured one
+    quotas = account_table_quota(aws_client("dynamodb"), cfg.table_quota)
+    assert min(quotas) > cfg.table_quota == 5_000  # the account's, above the configured one
     messages = [parse_batch(m["body"], world.now, 2) for m in received(aws_client, queue)]
-    assert len(messages) == 3 and {b.table_quota for b in messages} == {quota}
+    assert len(messages) == 3 and {b.quotas for b in messages} == {quotas}
     # WHEN a batch carrying it is ticked THEN it makes no DescribeLimits call of its own
     batch_clients = own_clients(aws_client)
     batch_calls = _describe_limits_calls(batch_clients)
@@ -244,7 +253,7 @@ def test_a_table_quota_the_tick_cannot_read_is_a_counted_shared_failure(
     (record,) = emf_records(out)
     assert record["SharedFailures"] == 1
     messages = [parse_batch(m["body"], world.now, 2) for m in received(aws_client, queue)]
-    assert {b.table_quota for b in messages} == {cfg.table_quota}
+    assert {b.quotas for b in messages} == {(cfg.table_quota, cfg.table_quota)}
 
 
 def test_a_throttled_table_quota_read_is_counted_as_the_ticks_throttles(
@@ -689,8 +698,9 @@ def test_a_batch_bounds_its_raises_by_the_quota_its_message_carries(
     # GIVEN a table at 6,000 writes tagged write-max=15,000, throttled (a tick would raise
     # it past 10,000), a scaler configured with a table quota of 5,000, in an account whose
     # DescribeLimits answers 10,000 (moto's)
-    def raised(carried: int | None) -> int:
-        name = world.table(f"big{carried}", 100, 6_000, tags={"ddb-capacity:write-max": "15000"})
+    def raised(carried: tuple[int, int] | None) -> int:
+        label = "none" if carried is None else f"{carried[0]}-{carried[1]}"
+        name = world.table(f"big{label}", 100, 6_000, tags={"ddb-capacity:write-max": "15000"})
         world.traffic(name, "write", 6_000)
         world.traffic(name, "write", 0, throttles=300_000, minutes=range(1, 3))
         batch = Batch(world.now, world.now + timedelta(minutes=2), 1, 1, (name,), carried)
@@ -699,5 +709,8 @@ def test_a_batch_bounds_its_raises_by_the_quota_its_message_carries(
 
     # WHEN a batch carries 20,000 THEN its raise goes past 10,000; WHEN one carries none
     # THEN it reads the account's 10,000 itself, and goes no further
-    assert raised(20_000) > 10_000
+    assert raised((20_000, 20_000)) > 10_000
     assert raised(None) <= 10_000
+    # WHEN one carries a read quota of 20,000 and a write quota of 8,000 THEN the write
+    # goes to its own quota, no further
+    assert raised((20_000, 8_000)) == 8_000

@@ -25,6 +25,23 @@ def world(aws_client: Any, store_dynamodb: Any) -> Iterator[World]:
     made.close()
 
 
+@pytest.fixture
+def queue(aws_client: Any, world: World) -> Iterator[str]:
+    """The batch queue, in moto's SQS."""
+    sqs = aws_client("sqs")
+    url = sqs.create_queue(QueueName=f"batches-{world.run_id}")["QueueUrl"]
+    yield url
+    sqs.delete_queue(QueueUrl=url)
+
+
+def received(aws_client: Any, url: str) -> list[dict[str, Any]]:
+    """Every message on the queue, as the event source would hand them over."""
+    sqs, out = aws_client("sqs"), []
+    while page := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages"):
+        out += [{"body": m["Body"], "messageId": m["MessageId"]} for m in page]
+    return out
+
+
 def config(world: World, **env: str) -> ScalerConfig:
     return ScalerConfig.from_env(
         {"SCALER_TAG_KEY": TAG_KEY, "SCALER_TAG_VALUE": world.run_id, **env}

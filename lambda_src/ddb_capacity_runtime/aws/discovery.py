@@ -29,8 +29,9 @@ from ..core.names import (
     scalable_dimension,
     table_of_arn,
 )
+from ..core.reservation import not_covered
 from ..core.settings import ScalerConfig
-from ..core.table_limits import Limits, RefusedTag
+from ..core.table_limits import Limits, RefusedTag, within_quota
 from ..core.tables import (
     Dimension,
     ManagedTable,
@@ -42,7 +43,7 @@ from ..core.tables import (
     tags_of,
     warm_of,
 )
-from ..core.tags import IgnoredTag, parse_tags
+from ..core.tags import IgnoredTag, TableTags, parse_tags
 from ..core.validators import is_whole
 from ..events import log_event
 from . import table_calls
@@ -365,16 +366,8 @@ def describe_table(
     parsed = parse_tags(tags, config.table_quota)
     _log_ignored(name, parsed.ignored)
     limits, refused = _tag_limits(config, name, parsed.limits)
-    managed = ManagedTable(
-        name,
-        arn,
-        tags,
-        ignored_tags=len(parsed.ignored),
-        tag_limits=dict(parsed.limits),
-        legacy_memories=dict(parsed.base_mins),
-        legacy_tags=sorted(k for k in tags if k.startswith(SCALER_TAGS)),
-        began=began_of(table),
-    )
+    managed = _managed(name, arn, tags, parsed, table)
+    uncovered, managed.class_unknown = not_covered(table, bool(config.replica_regions(name)))
     for index, spec in _active_specs(managed, table):
         throughput, provisioned = provisioned_units(name, index, spec)
         ledger = DecreaseLedger.from_throughput(throughput, now)
@@ -385,6 +378,7 @@ def describe_table(
             memory, dim_limits = _under_target(
                 managed, index, dim, target, state, limits[dim], owned
             )
+            dim_limits = within_quota(dim_limits, config.quota(dim), provisioned[dim])
             managed.dimensions.append(
                 Dimension(
                     table=name,
@@ -400,10 +394,28 @@ def describe_table(
                     plan=_plan(managed, state, config.table_quota),
                     owned_target=owned,
                     warm=warm_of(spec, dim, config.table_quota),
+                    covered=dim not in uncovered,
                 )
             )
     _refused_conflicts(managed, refused, limits)
     return managed
+
+
+def _managed(
+    name: str, arn: str, tags: dict[str, str], parsed: TableTags, table: Mapping[str, Any]
+) -> ManagedTable:
+    """The table as its tags (``parsed``) and DescribeTable's ``table`` tell it, no
+    dimension yet."""
+    return ManagedTable(
+        name,
+        arn,
+        tags,
+        ignored_tags=len(parsed.ignored),
+        tag_limits=dict(parsed.limits),
+        legacy_memories=dict(parsed.base_mins),
+        legacy_tags=sorted(k for k in tags if k.startswith(SCALER_TAGS)),
+        began=began_of(table),
+    )
 
 
 def _tag_limits(

@@ -35,41 +35,42 @@ def untag(dynamodb: DynamoDBClient, arn: str, keys: Sequence[str]) -> None:
 
 
 def tick_quota(
-    dynamodb: DynamoDBClient, configured: int, read: int | None = None
-) -> tuple[int, str | None]:
-    """The per-table quota a tick bounds levels and minimums by, and why it is the
-    ``configured`` one when the account's could not be read (else None): ``read``, the
-    quota a sharded tick read for its batches, where given (no call; it only raises
+    dynamodb: DynamoDBClient, configured: int, read: tuple[int, int] | None = None
+) -> tuple[tuple[int, int], str | None]:
+    """The per-table read and write quotas a tick bounds each dimension by, and why they
+    are the ``configured`` one when the account's could not be read (else None): ``read``,
+    the quotas a sharded tick read for its batches, where given (no call; they only raise
     ``configured``), else `account_table_quota`."""
     if read is not None:
-        return max(configured, read), None
+        return (max(configured, read[0]), max(configured, read[1])), None
     try:
         return account_table_quota(dynamodb, configured), None
     except Exception as exc:
-        return configured, (
+        return (configured, configured), (
             f"dynamodb:DescribeLimits: {describe_error(exc)}; the configured table quota "
             f"({configured:,}) bounds this tick"
         )
 
 
-def account_table_quota(dynamodb: DynamoDBClient, configured: int) -> int:
-    """The per-table quota to bound levels and minimums by: the larger of ``configured`` and
-    the account's own (DescribeLimits' ``TableMaxReadCapacityUnits`` and
-    ``TableMaxWriteCapacityUnits``, the larger of the two), at most `MAX_TABLE_QUOTA`. The
-    answer is untrusted: a value that is not a whole number in range is no quota, and it can
-    only raise ``configured`` (a smaller quota read never lowers what the tick may keep).
-    Raises ValueError when the answer holds no quota; the call's own errors pass through."""
+QUOTA_FIELDS = ("TableMaxReadCapacityUnits", "TableMaxWriteCapacityUnits")
+
+
+def account_table_quota(dynamodb: DynamoDBClient, configured: int) -> tuple[int, int]:
+    """The per-table read and write quotas to bound each dimension by: for each, the larger
+    of ``configured`` and the account's own (DescribeLimits' ``TableMaxReadCapacityUnits``,
+    ``TableMaxWriteCapacityUnits``), at most `MAX_TABLE_QUOTA`. The answer is untrusted: a
+    value that is not a whole number is no quota (``configured`` for its dimension), and
+    one can only raise ``configured`` (a smaller quota read never lowers what the tick may
+    keep). Raises ValueError when the answer holds no quota; the call's own errors pass
+    through."""
     answer = dynamodb.describe_limits()
-    found = [
-        value
-        for key in ("TableMaxReadCapacityUnits", "TableMaxWriteCapacityUnits")
-        if is_whole(value := answer.get(key), 1)
-    ]
-    if not found:
+    found = [v if is_whole(v := answer.get(key), 1) else 0 for key in QUOTA_FIELDS]
+    if not any(found):
         raise ValueError(
             f"DescribeLimits: no table quota in the answer (TableMaxReadCapacityUnits "
             f"{answer.get('TableMaxReadCapacityUnits')!r:.40}, TableMaxWriteCapacityUnits "
             f"{answer.get('TableMaxWriteCapacityUnits')!r:.40}); expected whole numbers of "
             f"capacity units"
         )
-    return min(MAX_TABLE_QUOTA, max(configured, *found))
+    read, write = (min(MAX_TABLE_QUOTA, max(configured, v)) for v in found)
+    return read, write

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -104,19 +104,23 @@ def level(holds: Iterable[Holding]) -> int:
 
 
 def lift(
-    table: ManagedTable, held: Sequence[HeldDimension], now: datetime, quota: int
+    table: ManagedTable,
+    held: Sequence[HeldDimension],
+    now: datetime,
+    quota: int | Callable[[str], int],
 ) -> ManagedTable:
     """``table`` with every dimension's limits lifted to its active holds' level, so the
     scaler neither lowers a held dimension nor caps it below the hold; never above
-    ``quota``, the table quota (holds read from the store are untrusted: each is bounded
-    alone, their sum only here). (The configured minimum under the holds is the state
-    store's memory, which the table carries.)"""
+    ``quota``, the table quota (or each dimension's, `ScalerConfig.quota`; holds read from
+    the store are untrusted: each is bounded alone, their sum only here). (The configured
+    minimum under the holds is the state store's memory, which the table carries.)"""
     by_scope: Mapping[tuple[str | None, str], HeldDimension] = {h.scope: h for h in held}
     dims = []
     for d in table.dimensions:
         state = by_scope.get((d.index, d.dimension))
         if state is not None:
-            floor = min(level(state.active(now)), quota)
+            bound = quota(d.dimension) if callable(quota) else quota
+            floor = min(level(state.active(now)), bound)
             if floor > d.limits.min_capacity:
                 d = replace(
                     d,

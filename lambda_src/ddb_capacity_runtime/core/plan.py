@@ -133,7 +133,7 @@ def plan_table(
 def _cut_decision(d: Dimension, decision: Decision, trial: Floor, worth: float) -> Decision:
     """``decision`` with a decrease cut at ``trial`` (a copy of the floor): held when
     nothing of it is left, or less than ``worth`` (`Floor.cut`)."""
-    if decision.action != DECREASE or decision.capacity >= d.provisioned:
+    if decision.action != DECREASE or decision.capacity >= d.provisioned or not d.covered:
         return decision
     allowed = trial.cut(d.dimension, d.provisioned, decision.capacity, worth)
     if allowed == decision.capacity:
@@ -210,10 +210,10 @@ def floor_planned(
     out: list[tuple[Change, Decision]] = []
     held: list[Held] = []
     for change, decision in planned:
-        if change.action == HOLD or change.new >= change.old:
+        d = change.dimension
+        if change.action == HOLD or change.new >= change.old or not d.covered:
             out.append((change, decision))
             continue
-        d = change.dimension
         new = floor.cut(d.dimension, d.provisioned, change.new, worth)
         if new == change.new:
             out.append((change, decision))
@@ -230,12 +230,12 @@ def floor_planned(
 
 def reservation_floor(reservation: Reservation, tables: Iterable[ManagedTable]) -> Floor | None:
     """The reservation floor over every dimension of ``tables`` (those a tick, or a batch
-    of a sharded tick, decides), or None without a reservation. A table or GSI not among
-    them (its description failed, it is UPDATING, not ACTIVE or not managed) counts 0
-    towards its dimension's total: what is not known never allows a decrease. A batch sees
-    its own tables only, so it keeps their total alone at or above the whole reservation
-    (more than needed, never less)."""
+    of a sharded tick, decides) that reserved capacity covers (`Dimension.covered`), or
+    None without a reservation. A table or GSI not among them (its description failed, it
+    is UPDATING, not ACTIVE or not managed) counts 0 towards its dimension's total: what is
+    not known never allows a decrease. A batch sees its own tables only: it keeps their
+    total at or above its share of the reservation (`shard.Batch.reserved`)."""
     if not reservation:
         return None
-    dims = (d for table in tables for d in table.dimensions)
+    dims = (d for table in tables for d in table.dimensions if d.covered)
     return Floor.over(reservation, ((d.dimension, d.provisioned) for d in dims))

@@ -1,20 +1,23 @@
 """Runs in: scaler Lambda, CDK app (synth), workstation (simulator).
 
-The reservation floor: DynamoDB reserved capacity covers the Region's provisioned units of
-a dimension, whichever tables hold them, and is paid whether used or not, so a decrease
-below it saves nothing. `Reservation` is the reserved units; a `Floor` cuts a tick's
-decreases so that the provisioned total of each dimension (read, write; tables and GSIs)
-stays at or above them (`plan.floor_planned` applies it to a tick's changes). Raises are
-never limited. Pure; the scaler's tick and the simulator's reservation-aware policies
-(``+reserved``) both use it.
+The reservation floor: DynamoDB reserved capacity covers the Region's single-Region
+provisioned units of a dimension of Standard-class tables and their GSIs, whichever tables
+hold them (`not_covered`: not a global table's writes, not a Standard-IA table), and is
+paid whether used or not, so a decrease below it saves nothing. `Reservation` is the
+reserved units; a `Floor` cuts a tick's decreases so that the covered provisioned total of
+each dimension (read, write; tables and GSIs) stays at or above them
+(`plan.floor_planned` applies it to a tick's changes). Raises are never limited. Pure; the
+scaler's tick and the simulator's reservation-aware policies (``+reserved``) both use it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from .names import DIMENSIONS
+from .tables import STANDARD, table_class
 from .validators import is_whole
 
 BLOCK_UNITS = 100
@@ -47,6 +50,20 @@ class Reservation:
 
     def __bool__(self) -> bool:
         return bool(self.read_units or self.write_units)
+
+
+def not_covered(description: Mapping[str, Any], replica: bool) -> tuple[set[str], bool]:
+    """The dimensions of a table (DescribeTable's ``Table``, untrusted) whose units reserved
+    capacity does not cover, and whether its class is unknown: reserved capacity covers the
+    single-Region provisioned units of Standard-class tables and their GSIs only, so none of
+    a table of another class or of one whose class cannot be read (then counted), nor a
+    global table's writes (``replica``: named in the scaler's replicas, or with
+    ``Replicas`` in the answer)."""
+    named = table_class(description)
+    if named != STANDARD:
+        return set(DIMENSIONS), named is None
+    replicas = description.get("Replicas")
+    return ({"write"} if replica or replicas not in (None, []) else set()), False
 
 
 class Floor:

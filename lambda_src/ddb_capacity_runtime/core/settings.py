@@ -510,6 +510,9 @@ class ScalerConfig:
     table_quota: int = _default("table_quota")
     """the largest capacity of a table's dimension (the account's table quota): every capacity the
     scaler reads or sets is bounded by it"""
+    quotas: tuple[int, int] | None = None
+    """the account's per-table read and write quotas, where a tick read them: each dimension is
+    raised to its own at most (`quota`); None: ``table_quota`` for both"""
     reserved_read_units: int = _default("reserved_read_units")
     reserved_write_units: int = _default("reserved_write_units")
     """the Region's reserved capacity (whole hundreds; 0: none): the tick never lowers the total
@@ -637,6 +640,10 @@ class ScalerConfig:
         if "min" not in raw and not (isinstance(nested, Mapping) and "min" in nested):
             return None
         return self.limits(table, {})[dimension].min_capacity
+
+    def quota(self, dimension: str) -> int:
+        """The most capacity ``dimension`` (``read`` or ``write``) of a table may be given."""
+        return self.table_quota if self.quotas is None else self.quotas[dimension == "write"]
 
     def replica_regions(self, table: str) -> tuple[str, ...]:
         """The Regions of ``table``'s other replicas (none: not a global table's replica)."""

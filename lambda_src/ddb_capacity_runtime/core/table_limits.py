@@ -31,6 +31,16 @@ class Limits:
     target_utilization: float
 
 
+def within_quota(limits: Limits, quota: int, provisioned: int) -> Limits:
+    """``limits`` with the max cut to ``quota`` (the dimension's own per-table quota), never
+    below the min nor the capacity provisioned now: a quota read only stops raises past it,
+    it never lowers a capacity."""
+    top = max(quota, provisioned, limits.min_capacity)
+    if limits.max_capacity <= top:
+        return limits
+    return Limits(limits.min_capacity, top, limits.target_utilization)
+
+
 @dataclass(frozen=True)
 class RefusedTag:
     """A min or max tag refused for one dimension: it would lower that limit below what the

@@ -86,6 +86,9 @@ class Dimension:
     warm: int | None = None
     """its warm throughput (`warm_of`): a raise to at most this lands at once; None: not known, and
     then no raise is taken to land at once"""
+    covered: bool = True
+    """whether reserved capacity covers its units (`reservation.not_covered`): a dimension it
+    does not cover is neither counted in the reservation floor nor held by it"""
 
     def within_warm(self, level: int) -> bool:
         """Whether a raise to ``level`` lands at once: at or below a known warm throughput
@@ -117,6 +120,9 @@ class ManagedTable:
     refused_tags: int = 0  # min or max tags not obeyed: they would lower a limit below the load
     refused_tuned: int = 0  # tuned target values not obeyed: outside the allowed targets
     targets_not_owned: int = 0  # owned target values with no policy the scaler can write
+    class_unknown: bool = False
+    """its table class could not be read (`table_class`): none of its units is taken for covered by
+    reserved capacity, and with a reservation it is a failure"""
     began: datetime | None = None
     """when it last began to be provisioned (`began_of`): its witness may not be published yet
     for a while after (`core.delivery.NEW_MINUTES`); None: not known"""
@@ -205,6 +211,25 @@ def warm_of(spec: Mapping[str, Any], dimension: str, quota: int) -> int | None:
     if not is_whole(value, 1, quota):
         return None
     return value
+
+
+STANDARD = "STANDARD"
+STANDARD_IA = "STANDARD_INFREQUENT_ACCESS"
+TABLE_CLASSES = (STANDARD, STANDARD_IA)
+"""DynamoDB's table classes, as DescribeTable and CloudFormation name them."""
+
+
+def table_class(description: object) -> str | None:
+    """The table class DescribeTable's ``Table`` (untrusted) gives: Standard when it says none
+    (a table that never changed class may have no ``TableClassSummary``), one of
+    `TABLE_CLASSES`, or None when what it says cannot be read."""
+    if not isinstance(description, Mapping):
+        return None
+    summary = description.get("TableClassSummary")
+    if summary is None:
+        return STANDARD
+    named = summary.get("TableClass") if isinstance(summary, Mapping) else None
+    return named if named in TABLE_CLASSES else None
 
 
 def began_of(description: Mapping[str, Any]) -> datetime | None:

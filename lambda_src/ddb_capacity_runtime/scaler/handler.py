@@ -9,20 +9,34 @@ import logging
 import os
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any, TextIO
 
 from ..aws import discovery, table_calls
 from ..aws.clients import Clients, make_clients
+from ..aws.error_codes import describe_error
 from ..aws.retry import RetryWithin, ThrottleCounter
 from ..aws.store import HoldStore, open_store
 from ..core.deadline import Deadline
 from ..core.holds import CapacityRequestError
-from ..core.names import STORE_ENV
+from ..core.names import DIMENSIONS, STORE_ENV
+from ..core.reservation import not_covered
 from ..core.settings import ScalerConfig
+from ..core.tables import named_gsis, provisioned_units
 from ..events import emf_record, emit_metrics, log_event
-from .shard import BATCH_QUEUE_ENV, MARGIN, BatchError, parse_batch, send, shard
+from .shard import (
+    BATCH_QUEUE_ENV,
+    MARGIN,
+    Batch,
+    BatchError,
+    parse_batch,
+    reserved_shares,
+    send,
+    shard,
+)
 from .tick import DESCRIBE_THREADS, TickFailed, TickSummary, tick
 
 
@@ -176,11 +190,12 @@ def coordinate(
     batches_end = now + timedelta(minutes=config.tick_minutes) - MARGIN
     quota, unread, throttles = _account_quota(config, clients, deadline)
     batches = shard(found, config.tables_per_batch, now, batches_end, quota)
+    batches, unshared = _reservation_shares(config, clients, batches, deadline, threads)
     with RetryWithin(Deadline(deadline), clients.sqs):
         failed = send(clients.sqs, queue_url, batches)
     sent = len(batches) - len(failed)
     log_event("tick-sharded", tables=len(found), batches=len(batches), sent=sent)
-    failed += [f"tag discovery: {entry}" for entry in unsound] + unread
+    failed += [f"tag discovery: {entry}" for entry in unsound] + unread + unshared
     counts = {"TablesFound": len(found), "BatchesSent": sent, "SharedFailures": len(failed)}
     _count(config, store, counts | throttles, now, out)
     return TickSummary(len(found), 0, [], [], [], [], failed, config.dry_run, sent)
@@ -188,11 +203,12 @@ def coordinate(
 
 def _account_quota(
     config: ScalerConfig, clients: Clients, deadline: float | None
-) -> tuple[int, list[str], dict[str, int]]:
-    """The per-table quota a sharded tick's batches bound levels by, read once for all of
-    them (DynamoDB throttles DescribeLimits past one call a minute); the failure of that
-    read, if any (the configured quota then; logged, and counted by the caller); and its
-    throttled attempts, as the tick's ``ControlPlaneThrottles`` (none: no count)."""
+) -> tuple[tuple[int, int], list[str], dict[str, int]]:
+    """The per-table read and write quotas a sharded tick's batches bound levels by, read
+    once for all of them (DynamoDB throttles DescribeLimits past one call a minute); the
+    failure of that read, if any (the configured quota then; logged, and counted by the
+    caller); and its throttled attempts, as the tick's ``ControlPlaneThrottles`` (none: no
+    count)."""
     with ThrottleCounter(clients.dynamodb) as throttles:
         with RetryWithin(Deadline(deadline), clients.dynamodb):
             quota, failure = table_calls.tick_quota(clients.dynamodb, config.table_quota)
@@ -206,6 +222,49 @@ def _account_quota(
         consequence="every batch of this tick keeps the configured table quota",
     )
     return quota, [failure], counted
+
+
+def _reservation_shares(
+    config: ScalerConfig,
+    clients: Clients,
+    batches: list[Batch],
+    deadline: float | None,
+    threads: int,
+) -> tuple[list[Batch], list[str]]:
+    """``batches``, each with its share of the reservation (`shard.reserved_shares`: in
+    proportion to the units of its tables that reserved capacity covers, read with one
+    DescribeTable each), and the failure that left every batch the whole reservation
+    instead: a table that could not be described (its units unknown)."""
+    reservation = config.reservation
+    if not reservation:
+        return batches, []
+    try:
+        with RetryWithin(Deadline(deadline), clients.dynamodb):
+            with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+                covered = partial(_covered_units, clients.dynamodb, config)
+                units = [list(pool.map(covered, b.tables)) for b in batches]
+    except Exception as exc:
+        failure = f"reservation shares: {describe_error(exc)}; every batch keeps the whole"
+        log_event("shared-call-failed", level=logging.ERROR, error=failure)
+        return batches, [failure]
+    shares = {
+        d: reserved_shares(reservation.units(d), [sum(t[d] for t in u) for u in units])
+        for d in DIMENSIONS
+    }
+    return [
+        replace(b, reserved=(shares["read"][n], shares["write"][n])) for n, b in enumerate(batches)
+    ], []
+
+
+def _covered_units(dynamodb: Any, config: ScalerConfig, name: str) -> dict[str, int]:
+    """The read and write units of the table ``name`` and its GSIs that reserved capacity
+    covers (`reservation.not_covered`), from its DescribeTable answer (untrusted: a
+    capacity not sound raises, as in a tick)."""
+    table = table_calls.describe(dynamodb, name)
+    uncovered, _ = not_covered(table, bool(config.replica_regions(name)))
+    gsis = named_gsis(f"DescribeTable {name}", table.get("GlobalSecondaryIndexes") or [])
+    units = [provisioned_units(name, i, spec)[1] for i, spec in [(None, table), *gsis]]
+    return {d: 0 if d in uncovered else sum(u[d] for u in units) for d in DIMENSIONS}
 
 
 def _count(

@@ -104,7 +104,7 @@ def prepare(
             table = discovery.describe_table(
                 clients.dynamodb, name, None, config, targets, now, held=held
             )
-    lifted = holds.lift(table, held, now, config.table_quota)
+    lifted = holds.lift(table, held, now, config.quota)
     return replace(lifted, ignored_tags=ignored)
 
 

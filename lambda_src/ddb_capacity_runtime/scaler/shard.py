@@ -33,6 +33,7 @@ from ..aws.queue import why_unsent
 from ..core.errors import BatchError as BatchError
 from ..core.errors import shown
 from ..core.names import MAX_TABLE_QUOTA, is_table_name
+from ..core.reservation import MAX_RESERVED_UNITS
 from ..core.settings import MAX_TABLES_PER_BATCH
 from ..core.untrusted import UntrustedJSONError, parse_json
 
@@ -62,10 +63,14 @@ class Batch:
     number: int
     of: int
     tables: tuple[str, ...]
-    table_quota: int | None = None
-    """The per-table quota the tick read once (DescribeLimits, which DynamoDB throttles past
-    one call a minute), for every batch; None: the batch reads it itself (a message of an
-    earlier version)."""
+    quotas: tuple[int, int] | None = None
+    """The per-table read and write quotas the tick read once (DescribeLimits, which
+    DynamoDB throttles past one call a minute), for every batch; None: the batch reads them
+    itself (a message of an earlier version; one with a single ``table_quota`` gives it to
+    both)."""
+    reserved: tuple[int, int] | None = None
+    """The batch's share of the reserved read and write units (`reserved_shares`); None:
+    the whole reservation."""
 
     @property
     def label(self) -> str:
@@ -80,7 +85,8 @@ class Batch:
                 "number": self.number,
                 "of": self.of,
                 "tables": list(self.tables),
-                **({} if self.table_quota is None else {"table_quota": self.table_quota}),
+                **({} if self.quotas is None else {"quotas": self.quotas}),
+                **({} if self.reserved is None else {"reserved": self.reserved}),
             },
             separators=(",", ":"),
         )
@@ -91,16 +97,28 @@ def shard(
     per_batch: int,
     tick: datetime,
     deadline: datetime,
-    table_quota: int | None = None,
+    quotas: tuple[int, int] | None = None,
 ) -> list[Batch]:
     """The tables ``names`` in batches of ``per_batch``, in name order (a table keeps its
     batch from tick to tick while the set of tables stays the same), each carrying
-    ``table_quota``."""
+    ``quotas``."""
     ordered = sorted(names)
     chunks = [tuple(ordered[i : i + per_batch]) for i in range(0, len(ordered), per_batch)]
-    return [
-        Batch(tick, deadline, n, len(chunks), c, table_quota) for n, c in enumerate(chunks, start=1)
-    ]
+    return [Batch(tick, deadline, n, len(chunks), c, quotas) for n, c in enumerate(chunks, start=1)]
+
+
+def reserved_shares(reserved: int, covered: Sequence[int]) -> list[int]:
+    """``reserved`` units cut into shares in proportion to ``covered`` (each batch's units
+    reserved capacity covers), adding up to ``reserved`` exactly (the largest remainders
+    get the units rounding left over); with nothing covered, each batch the whole."""
+    total = sum(covered)
+    if not total:
+        return [reserved] * len(covered)
+    shares = [reserved * c // total for c in covered]
+    by_remainder = sorted(range(len(covered)), key=lambda i: -(reserved * covered[i] % total))
+    for i in by_remainder[: reserved - sum(shares)]:
+        shares[i] += 1
+    return shares
 
 
 def send(
@@ -174,8 +192,25 @@ def _parse(raw: object, received: datetime, span: timedelta) -> Batch:
         )
     of = _whole(raw, "of", 1, 1_000_000)
     number = _whole(raw, "number", 1, of)
-    quota = _whole(raw, "table_quota", 1, MAX_TABLE_QUOTA) if "table_quota" in raw else None
-    return Batch(tick, deadline, number, of, _tables(raw.get("tables")), quota)
+    quotas = _pair(raw, "quotas", 1, MAX_TABLE_QUOTA)
+    if "table_quota" in raw and quotas is None:  # a message of an earlier scheduled function
+        quotas = (_whole(raw, "table_quota", 1, MAX_TABLE_QUOTA),) * 2
+    reserved = _pair(raw, "reserved", 0, MAX_RESERVED_UNITS)
+    return Batch(tick, deadline, number, of, _tables(raw.get("tables")), quotas, reserved)
+
+
+def _pair(raw: Mapping[str, Any], key: str, low: int, high: int) -> tuple[int, int] | None:
+    """The field ``key``: a read and a write value, each a whole number from ``low`` to
+    ``high``; None when the message has none."""
+    if key not in raw:
+        return None
+    pair = raw[key]
+    if not (isinstance(pair, list) and len(pair) == 2):
+        raise BatchError(
+            f"batch message: {key} must be a list of a read and a write value; got {shown(pair)}"
+        )
+    read, write = (_whole({key: v}, key, low, high) for v in pair)
+    return read, write
 
 
 def _time(raw: Mapping[str, Any], key: str) -> datetime:

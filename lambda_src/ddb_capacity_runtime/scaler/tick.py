@@ -103,7 +103,7 @@ from ..core.errors import TickFailed as TickFailed
 from ..core.floorplan import FloorPlan
 from ..core.holds import HeldDimension
 from ..core.outcomes import Status
-from ..core.plan import Change, Held, reservation_floor
+from ..core.plan import Change, Held
 from ..core.policy import HOLD, Decision
 from ..core.series import Key, Series, window
 from ..core.settings import ScalerConfig
@@ -177,7 +177,7 @@ def tick(
     t = _Tick(config, clients, now.astimezone(UTC), out, store, stop)
     aws = _control_plane(clients)
     with ThrottleCounter(*aws) as throttles, RetryWithin(stop, *aws):
-        t.config = _with_account_quota(t, batch.table_quota if batch else None)
+        t.config = _with_account_quota(t, batch.quotas if batch else None)
         if batch is None:
             tables, held = read_all(t, threads, found)
         else:
@@ -186,7 +186,7 @@ def tick(
         series = _measure(t, tables)
         tables = _refuse_tags(t, tables, series)
         fresh = new_plans(t, tables)
-        t.floor = reservation_floor(config.reservation, tables)
+        t.set_floor(tables, batch.reserved if batch else None)
         read_witnesses(t, tables, series, fresh)
         for event, failures, consequence in (
             ("shared-call-failed", t.shared_failures, "no decrease anywhere this tick"),
@@ -209,15 +209,16 @@ def tick(
     return tick_summary(t, tables, dimensions, outcomes)
 
 
-def _with_account_quota(t: _Tick, read: int | None = None) -> ScalerConfig:
-    """The tick's settings with the account's table quota where it is above the configured
-    one (`table_calls.tick_quota`; ``read``: as a sharded tick read it for its batches).
-    A failed read keeps the configured quota: counted with the shared calls whose loss is
-    confined (``SharedFailures``), other decisions go on."""
-    configured = t.config.table_quota
-    quota, failure = table_calls.tick_quota(t.clients.dynamodb, configured, read)
+def _with_account_quota(t: _Tick, read: tuple[int, int] | None = None) -> ScalerConfig:
+    """The tick's settings with the account's read and write quotas where above the
+    configured one (`table_calls.tick_quota`; ``read``: as a sharded tick read them for its
+    batches): each dimension is raised to its own at most, and ``table_quota`` (what tags
+    and plans are read within) is the larger. A failed read keeps the configured quota:
+    counted with the shared calls whose loss is confined (``SharedFailures``), other
+    decisions go on."""
+    quotas, failure = table_calls.tick_quota(t.clients.dynamodb, t.config.table_quota, read)
     t.throttled += [failure] if failure else []
-    return t.config if quota == configured else replace(t.config, table_quota=quota)
+    return replace(t.config, table_quota=max(quotas), quotas=quotas)
 
 
 def _control_plane(clients: Clients) -> list[Any]:

@@ -17,9 +17,11 @@ from ..aws.store import HoldStore
 from ..core.deadline import Deadline, DeadlinePassed
 from ..core.holds import CapacityRequestTimeout
 from ..core.names import WORST_TABLE_METRICS
-from ..core.reservation import Floor
+from ..core.plan import reservation_floor
+from ..core.reservation import Floor, Reservation
 from ..core.series import Key
 from ..core.settings import ScalerConfig
+from ..core.tables import ManagedTable
 from ..events import emf_record, emit_metrics
 
 T = TypeVar("T")
@@ -84,6 +86,16 @@ class TickState:
             into = self.throttled if confined and limited else self.shared_failures
             into.append(f"{what}: {describe_error(exc)}")
             return default
+
+    def set_floor(self, tables: list[ManagedTable], share: tuple[int, int] | None) -> None:
+        """The tick's reservation floor (`reservation_floor`): over a batch's ``share`` of the
+        reservation where its message carries one, else the whole. With a reservation, a
+        table whose class could not be read fails (none of its units counted as covered)."""
+        whole = self.config.reservation
+        for table in tables if whole else ():
+            if table.class_unknown:
+                self.fail(table.name, "its table class could not be read: not covered")
+        self.floor = reservation_floor(Reservation(*share) if share else whole, tables)
 
     def fail(self, table: str, reason: str) -> None:
         """Record a failure of ``table``."""

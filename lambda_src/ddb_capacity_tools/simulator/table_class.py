@@ -10,18 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ddb_capacity_runtime.core.tables import STANDARD as STANDARD
+from ddb_capacity_runtime.core.tables import STANDARD_IA as STANDARD_IA
+from ddb_capacity_runtime.core.tables import TABLE_CLASSES as TABLE_CLASSES
+
 from .prices import Prices
 from .text import fixed_width
-
-STANDARD = "STANDARD"
-
-
-STANDARD_IA = "STANDARD_INFREQUENT_ACCESS"
-
-
-TABLE_CLASSES = (STANDARD, STANDARD_IA)
-"""DynamoDB's table classes, as DescribeTable and CloudFormation name them."""
-
 
 CLASS_CAVEATS = (
     "Reserved capacity applies to the Standard class only: a table moved to Standard-IA "
