@@ -13,13 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ddb_capacity_runtime.core.errors import shown
-from ddb_capacity_runtime.core.untrusted import (
-    MAX_DEPTH,
-    UntrustedJSONError,
-    check_json,
-    json_chars,
-    parse_json,
-)
+from ddb_capacity_runtime.core.untrusted import MAX_DEPTH, UntrustedJSONError, parse_json
+from ddb_capacity_runtime.core.untrusted_values import check_json, json_chars
 from ddb_capacity_runtime.fast_path.surge_raise import take_report
 from ddb_capacity_runtime.fast_path.surge_settings import MAX_REPORT_CHARS, SurgeSettings
 from ddb_capacity_runtime.requests.broker import MAX_EVENT_CHARS, BrokerConfig, serve

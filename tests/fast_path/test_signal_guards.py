@@ -46,7 +46,7 @@ from ddb_capacity_runtime.core.report_batch import (
 )
 from ddb_capacity_runtime.core.stream import WINDOW_SECONDS
 from ddb_capacity_runtime.core.surge_report import DimensionReport, Report
-from ddb_capacity_runtime.core.untrusted import check_json
+from ddb_capacity_runtime.core.untrusted_values import check_json
 from ddb_capacity_runtime.events import LOGGER
 from ddb_capacity_runtime.fast_path import hook as signals_hook
 from ddb_capacity_runtime.fast_path.hook import Watcher, watch

@@ -18,7 +18,7 @@ from typing import Any, TypeGuard
 from .errors import shown
 from .surge import SurgeReportError
 from .surge_report import REPORT_VERSION, SHOWN_IN_REPORT_ERRORS
-from .untrusted import json_chars
+from .untrusted_values import json_chars
 
 BATCH_KEY = "reports"
 """The key of a batch's list of reports: ``{"v": 1, "reports": [report, ...]}``."""
@@ -43,7 +43,7 @@ def batch_json(reports: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 def batches(reports: Iterable[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
     """``reports`` in order, cut into lists that each make a batch of at most
     `MAX_BATCH_REPORTS` reports and `MAX_BATCH_CHARS` characters, both as printed and as the
-    signals function measures a batch it reads (`core.untrusted.json_chars`, which counts a
+    signals function measures a batch it reads (`core.untrusted_values.json_chars`, which counts a
     float as 24: a batch sized by its printed text alone could pass that bound there, and be
     refused whole); a report larger than that alone goes alone: the function refuses it, and
     counts it."""

@@ -19,7 +19,8 @@ from ..aws.counts import count
 from ..aws.store import HoldStore, open_store
 from ..core.report_batch import MAX_BATCH_CHARS, is_batch, reports_of
 from ..core.surge import SurgeReportError
-from ..core.untrusted import UntrustedJSONError, check_json
+from ..core.untrusted import UntrustedJSONError
+from ..core.untrusted_values import check_json
 from ..events import log_event
 from ..requests.broker import BrokerConfig
 from .surge_raise import refused_report, take_report, time_share

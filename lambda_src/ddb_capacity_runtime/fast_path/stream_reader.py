@@ -63,7 +63,8 @@ from ..core.stream import (
 from ..core.surge import SURGE_AT, Rates
 from ..core.surge_report import CLOCK_SKEW_SECONDS, DimensionReport
 from ..core.tables import units_of
-from ..core.untrusted import UntrustedJSONError, check_json
+from ..core.untrusted import UntrustedJSONError
+from ..core.untrusted_values import check_json
 from ..events import log_event
 from ..requests.broker import BrokerConfig
 from .corroboration import Signal

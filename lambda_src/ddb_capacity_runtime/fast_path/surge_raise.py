@@ -94,7 +94,8 @@ from ..core.surge import (
 )
 from ..core.surge_report import DimensionReport, Report, parse_report
 from ..core.tables import Dimension, ManagedTable, spec_of, units_of, warm_of
-from ..core.untrusted import UntrustedJSONError, check_json
+from ..core.untrusted import UntrustedJSONError
+from ..core.untrusted_values import check_json
 from ..events import log_event
 from ..requests.broker import BrokerConfig
 from ..requests.request import dimension_of, raise_held

@@ -55,7 +55,8 @@ from ..core.holds import (
     CapacityRequestTimeout,
     LeaseLost,
 )
-from ..core.untrusted import UntrustedJSONError, check_json
+from ..core.untrusted import UntrustedJSONError
+from ..core.untrusted_values import check_json
 from ..core.validators import is_whole
 from ..events import log_event
 from .client import BROKER_ENV, BROKER_MAX_WAIT, broker_name, invoke_broker
