@@ -18,9 +18,13 @@ process's: `time.process_time`), not as a subprocess.
 
 ``--quick`` (a smoke run for the test suite, seconds): one day, the stock targets and
 on-demand as tune's candidates, 2 tables; its figures are not the goals' workloads.
+``--only`` measures some of the three (``--only simulate``: seconds; tune: about 300 units;
+reserve: minutes a table). ``--by-policy`` adds where simulate's time goes: each policy of
+the set simulated alone, in CPU seconds and units (each with its own unit timed beside it).
 
 Usage:
     .venv/bin/python -m benchmarks.tool_speed [--tables 20] [--seed 1] [--quick]
+        [--only tune|simulate|reserve ...] [--by-policy]
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from benchmarks.reserve_plan import generated_fleet
 from benchmarks.simulate_noisy_30_days import noisy_diurnal
@@ -106,6 +111,20 @@ def simulate_speed(days: int, seed: int, quick: bool) -> Measured:
     )
 
 
+def simulate_by_policy(days: int, seed: int) -> list[Measured]:
+    """Each policy of the default set simulated alone over ``days`` of the traffic, as
+    `simulate_speed` runs the set: where the set's time goes (no goal each)."""
+    trace = noisy_diurnal(seed, days)
+    rows = []
+    for policy in DEFAULT_POLICIES:
+        specs = [parse(policy)]
+        cpu, unit = measure(
+            partial(simulate, trace, specs, ModelParams(), Prices(), progress=None, workers=1)
+        )
+        rows.append(Measured(f"simulate {policy}, {trace.minutes:,} minutes", cpu, unit, "", ""))
+    return rows
+
+
 def reserve_speed(tables: int, days: int, quick: bool) -> tuple[Measured, float]:
     """The measurement, and the estimate for `FLEET_TABLES` on `FLEET_CORES` in minutes."""
     fleet = generated_fleet(tables, days)
@@ -142,27 +161,43 @@ def table(rows: Sequence[Measured]) -> str:
     return "\n".join(fixed_width(cells, left=1))
 
 
+PARTS = ("tune", "simulate", "reserve")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tables", type=int, default=20, help="tables reserve plans (default 20)")
     parser.add_argument("--seed", type=int, default=1, help="the traffic's seed")
     parser.add_argument("--quick", action="store_true", help="a smoke run: one day, few runs")
+    parser.add_argument(
+        "--only", nargs="+", choices=PARTS, default=PARTS, help="the measurements to make"
+    )
+    parser.add_argument("--by-policy", action="store_true", help="also each simulate policy alone")
     args = parser.parse_args(argv)
     if args.tables < 1:
         parser.error(f"--tables: got {args.tables}; expected a whole number of 1 or more")
     quick = args.quick
+    days = 1 if quick else 14
+    rows = []
+    if "tune" in args.only:
+        rows.append(tune_speed(days, args.seed, quick))
+    if "simulate" in args.only:
+        rows.append(simulate_speed(1 if quick else 30, args.seed, quick))
+    if args.by_policy:
+        rows += simulate_by_policy(1 if quick else 30, args.seed)
     tables = 2 if quick else args.tables
-    rows = [tune_speed(1 if quick else 14, args.seed, quick)]
-    rows.append(simulate_speed(1 if quick else 30, args.seed, quick))
-    planned, minutes = reserve_speed(tables, 1 if quick else 14, quick)
-    rows.append(planned)
+    reserved = reserve_speed(tables, days, quick) if "reserve" in args.only else None
+    if reserved is not None:
+        rows.append(reserved[0])
     print(f"a unit: the CPU time of {LOOP_ADDITIONS:,} additions in a pure-Python loop\n")
     print(table(rows))
-    print(
-        f"\nreserve: {planned.cpu / tables:,.2f} CPU s a table; {FLEET_TABLES:,} tables on "
-        f"{FLEET_CORES} cores: about {minutes:,.0f} minutes (estimate: CPU time a table x "
-        f"{FLEET_TABLES:,} / {FLEET_CORES})"
-    )
+    if reserved is not None:
+        planned, minutes = reserved
+        print(
+            f"\nreserve: {planned.cpu / tables:,.2f} CPU s a table; {FLEET_TABLES:,} tables on "
+            f"{FLEET_CORES} cores: about {minutes:,.0f} minutes (estimate: CPU time a table x "
+            f"{FLEET_TABLES:,} / {FLEET_CORES})"
+        )
     return 0
 
 

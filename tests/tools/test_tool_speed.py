@@ -28,3 +28,18 @@ def test_the_tool_speed_benchmark_runs_in_its_quick_mode(
     assert "<= 20 units" in printed and "<= 2 units" in printed
     assert "1,000 tables <= 30 min on 2 cores" in printed
     assert re.search(r"1,000 tables on 2 cores: about [\d,]+ minutes", printed)
+
+
+def test_only_measures_the_parts_named_and_by_policy_adds_each_policy_alone(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from benchmarks import tool_speed
+    from ddb_capacity_tools.simulator.run import DEFAULT_POLICIES
+
+    assert tool_speed.main(["--quick", "--only", "simulate", "--by-policy"]) == 0
+    printed = capsys.readouterr().out
+    parts = re.findall(r"^(tune|simulate|reserve), ", printed, re.M)
+    assert parts == ["simulate"], printed
+    alone = re.findall(r"^simulate (\S+), 1,440 minutes\s+[\d.,]+\s+[\d.,]+\s", printed, re.M)
+    assert alone == list(DEFAULT_POLICIES), printed
+    assert "reserve:" not in printed  # the fleet estimate only follows a reserve measurement
