@@ -43,7 +43,7 @@ from ddb_capacity_tools.simulator import ModelParams, Prices, parse
 from ddb_capacity_tools.simulator.candidates import CANDIDATES, STOCK
 from ddb_capacity_tools.simulator.ensemble import settings_of
 from ddb_capacity_tools.simulator.run import DEFAULT_POLICIES, simulate
-from ddb_capacity_tools.simulator.text import fixed_width
+from ddb_capacity_tools.simulator.text import counted, fixed_width
 from ddb_capacity_tools.simulator.tune import tune
 
 LOOP_ADDITIONS = 10**7
@@ -135,7 +135,7 @@ def reserve_speed(tables: int, days: int, quick: bool) -> tuple[Measured, float]
     goal = f"{FLEET_TABLES:,} tables <= {RESERVE_GOAL_MINUTES:.0f} min on {FLEET_CORES} cores"
     return (
         Measured(
-            f"reserve, {tables} tables x {fleet[0].minutes:,} minutes, tune per table",
+            f"reserve, {counted(tables, 'table')} x {fleet[0].minutes:,} minutes, tune per table",
             cpu,
             unit,
             goal,
