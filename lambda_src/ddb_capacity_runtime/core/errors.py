@@ -120,6 +120,11 @@ class TableGone(CapacityRequestError):
     """The table no longer exists, or is on-demand: no hold on it can do anything."""
 
 
+class OnDemandForNow(CapacityRequestTimeout):
+    """The table is on-demand but keeps its scalable targets (an on-demand window): a
+    request needs no raise, and its holds stay for when it is provisioned again."""
+
+
 class SurgeReportError(CapacityError, ValueError):
     """A report that breaks the contract: the message names the field, the value received
     and what is allowed."""
