@@ -19,7 +19,7 @@ from aws_cdk import aws_scheduler as scheduler
 from constructs import Construct
 
 from ddb_capacity_runtime.core.names import METRICS_NAMESPACE, STORE_ENV, TARGET_TAG
-from ddb_capacity_runtime.schedule.on_demand import OnDemandWindow
+from ddb_capacity_runtime.schedule.on_demand_windows import OnDemandWindow
 
 from ..common._alarms import AlarmSet, AlarmSpec, deployment_metric, says
 from ..common._compliance import acknowledge, acknowledge_all

@@ -19,7 +19,7 @@ from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 from ddb_capacity_runtime.core.validators import is_whole
 from ddb_capacity_runtime.schedule.entries import HORIZON, WEEKDAYS
 from ddb_capacity_runtime.schedule.expressions import zone_name
-from ddb_capacity_runtime.schedule.on_demand import (
+from ddb_capacity_runtime.schedule.on_demand_windows import (
     OnDemandWindow,
     Switch,
     check_windows,

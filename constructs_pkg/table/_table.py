@@ -71,7 +71,7 @@ from ._parts import (
 from ._quota import ScalableTargetQuota
 
 if TYPE_CHECKING:
-    from ddb_capacity_runtime.schedule.on_demand import Switch
+    from ddb_capacity_runtime.schedule.on_demand_windows import Switch
 
     from ..settle._settle_step import SettleStep
     from ._on_demand import OnDemandWindows

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from ddb_capacity_runtime.core.errors import SwitchError
 from ddb_capacity_runtime.hybrid.handler import run
-from ddb_capacity_runtime.hybrid.switcher import SwitchError, Window
+from ddb_capacity_runtime.hybrid.switcher import Window
 from tests.support.switch_world import START, SwitchWorld, switch_world
 
 HOUR = 3600.0

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..core.errors import shown
 from ..core.tables import named_gsis
-from ..core.validators import is_whole
+from ..core.validators import is_number, is_whole
 
 ON_DEMAND = "PAY_PER_REQUEST"
 PROVISIONED = "PROVISIONED"
@@ -101,7 +101,7 @@ def parse_state(text: str | None) -> SwitchState:
     if not isinstance(levels, dict) or not all(is_whole(v, 1) for v in levels.values()):
         raise ValueError(f"switch state: levels {shown(levels, 200)}")
     until = raw.get("until")
-    if not isinstance(until, int | float) or isinstance(until, bool):
+    if not is_number(until):
         raise ValueError(f"switch state: until {shown(until)}")
     targets = raw.get("targets")
     if not isinstance(targets, list):

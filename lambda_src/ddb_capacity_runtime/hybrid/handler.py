@@ -17,11 +17,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..aws.error_codes import describe_error
-from ..core.errors import shown
+from ..core.errors import SwitchError, shown
 from ..core.names import METRICS_NAMESPACE, STORE_ENV, metrics_store
 from ..core.validators import is_whole
 from ..events import count_in_lambda, log_event
-from .switcher import Switcher, SwitchError, Window
+from .switcher import Switcher, Window
 
 MOST_UNITS = 40_000_000
 """The largest on-demand maximum an event may carry (a guard on untrusted input; the

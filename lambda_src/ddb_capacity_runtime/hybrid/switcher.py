@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..aws import switch_calls as calls
 from ..aws import table_calls
 from ..aws.discovery import table_resource_ids
-from ..core.errors import CapacityError
+from ..core.errors import SwitchError
 from ..core.switches import MAX_SWITCHES, recent, switch_allowed
 from ..events import log_event
 from .billing_plan import (
@@ -38,15 +38,6 @@ from .billing_plan import (
 if TYPE_CHECKING:
     from mypy_boto3_application_autoscaling import ApplicationAutoScalingClient
     from mypy_boto3_dynamodb import DynamoDBClient
-
-
-class SwitchError(CapacityError, RuntimeError):
-    """A switch that did not happen; ``metric`` is what it is counted as (``SwitchFailed``,
-    or ``SwitchRefused`` for one DynamoDB's daily limit or the table's state forbids)."""
-
-    def __init__(self, message: str, metric: str = "SwitchFailed") -> None:
-        super().__init__(message)
-        self.metric = metric
 
 
 @dataclass(frozen=True)

@@ -232,16 +232,8 @@ def request_capacity(
     _check_bounds(holds_store, hold, wanted)
     deadline = clock() + timeout.total_seconds()
     expires = datetime.fromtimestamp(math.ceil((ctx.now() + hold).timestamp()), UTC)
-    handle = CapacityHold(
-        table,
-        index,
-        uuid.uuid4().hex[:12],
-        expires,
-        [],
-        token=new_token(),
-        _ctx=ctx,
-        _store=holds_store,
-    )
+    ident, token = uuid.uuid4().hex[:12], new_token()
+    handle = CapacityHold(table, index, ident, expires, [], token, _ctx=ctx, _store=holds_store)
     try:  # the table and index exist, and are ACTIVE; the traffic on them now
         traffic = current_traffic(ctx, read_table(ctx, table, index, deadline), index, wanted)
     except OnDemandForNow:
