@@ -71,7 +71,10 @@ from ._parts import (
 from ._quota import ScalableTargetQuota
 
 if TYPE_CHECKING:
+    from ddb_capacity_runtime.schedule.on_demand_windows import Switch
+
     from ..settle._settle_step import SettleStep
+    from ._on_demand import OnDemandWindows
 
 DIMENSIONS = ("read", "write")
 
@@ -378,6 +381,7 @@ class TableCapacity(TableDelegation, Construct):
         self._capacity: dict[str | None, dict[str, Capacity]] = {}
         self._scalable: dict[tuple[str | None, str], dynamodb.IScalableTableAttribute] = {}
         self._settle: SettleStep | None = None
+        self._on_demand: OnDemandWindows | None = None  # made with the first window
         self._hold_store: dynamodb.ITable | None = None  # a serving CapacityRequests'
         self._ranges: dict[tuple[str | None, str], tuple[int, int]] = {}
         self._schedule = TableSchedule(where, self._ranges, table_quota, now=datetime.now(UTC))
@@ -601,6 +605,54 @@ class TableCapacity(TableDelegation, Construct):
             )
         )
         self._render_schedules(index_name, dimension)
+
+    def add_on_demand_window(
+        self,
+        id: str,
+        *,
+        start: str,
+        duration: Duration,
+        time_zone: str | TimeZone | None = None,
+        week_days: Sequence[str] | None = None,
+        max_read_request_units: int | None = None,
+        max_write_request_units: int | None = None,
+    ) -> None:
+        """Switch the table (its GSIs with it) to on-demand from ``start`` (HH:MM in
+        ``time_zone``, default UTC) for ``duration`` (1 minute to under 24 hours) on
+        ``week_days`` (default WEEKDAYS), and back to provisioned at the end, no lower than
+        before: for the hours when spikes come. Its request units are capped meanwhile at
+        ``max_read_request_units`` and ``max_write_request_units`` (default: the table's
+        read and write ``max_capacity``), a cost guard. Its scalable targets are suspended
+        through the window and restored exactly after. Refused at once: windows that overlap,
+        or more than DynamoDB's 4 switches to on-demand in any rolling 24 hours. The stack's
+        on-demand switch (a function, its state store, its schedules and its alarm) is
+        made with the first window (docs: On-demand windows)."""
+        if self._on_demand is None:
+            from ._on_demand import OnDemandWindows
+
+            maxima = (
+                self._capacity[None]["read"].max_capacity,
+                self._capacity[None]["write"].max_capacity,
+            )
+            self._on_demand = OnDemandWindows(
+                self, self.table, self._where, self.table_quota, maxima
+            )
+        self._on_demand.add(
+            id,
+            start=start,
+            duration=duration,
+            time_zone=time_zone,
+            week_days=week_days,
+            max_read_request_units=max_read_request_units,
+            max_write_request_units=max_write_request_units,
+        )
+
+    def on_demand_preview(self, *, count: int = 10, start: datetime | None = None) -> list[Switch]:
+        """The next ``count`` (1 or more) switches of the table's on-demand windows from
+        ``start`` (default: now): when, which window, and to which billing mode."""
+        if self._on_demand is None:
+            return []
+        return self._on_demand.preview(count, start or datetime.now(UTC))
 
     def schedule_preview(self, *, count: int = 10, start: datetime | None = None) -> list[Event]:
         """The next ``count`` (1 or more) firings of the table's schedule from ``start``

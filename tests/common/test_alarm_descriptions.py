@@ -72,6 +72,22 @@ def global_table_alarms() -> dict[str, str]:
     return {k: a["Properties"]["AlarmDescription"] for k, a in found.items()}
 
 
+def on_demand_switch_alarms() -> dict[str, str]:
+    """The descriptions of the on-demand switch's alarms (a table with an on-demand window),
+    each an alarm of its own (the detailed style), by logical id."""
+    stack = cdk.Stack(cdk.App(context={"ddb-capacity:alarms": "detailed"}), "Windowed")
+    table = ProvisionedTable(
+        stack,
+        "Orders",
+        partition_key=KEY,
+        read=Capacity(min_capacity=5, max_capacity=100),
+        write=Capacity(min_capacity=5, max_capacity=50),
+    )
+    table.add_on_demand_window("Evening", start="18:00", duration=cdk.Duration.hours(2))
+    found = Template.from_stack(stack).find_resources("AWS::CloudWatch::Alarm")
+    return {k: a["Properties"]["AlarmDescription"] for k, a in found.items()}
+
+
 def every_alarm() -> dict[str, str]:
     """Every alarm description of the template snapshots (kept equal to what the constructs
     write by test_template_snapshots: every construct, the sharded scaler with own_target,
@@ -84,6 +100,7 @@ def every_alarm() -> dict[str, str]:
             if resource["Type"] == "AWS::CloudWatch::Alarm":
                 said[f"{path.stem}/{key}"] = resource["Properties"]["AlarmDescription"]
     said.update({f"Global/{k}": d for k, d in global_table_alarms().items()})
+    said.update({f"Windowed/{k}": d for k, d in on_demand_switch_alarms().items()})
     return said
 
 

@@ -92,6 +92,9 @@ MAKERS: dict[str, Callable[[cdk.Stack, dict[str, Any]], object]] = {
         s, "S", tables=[provisioned(s)], **p
     ),
     "TableCapacity.add_capacity_window": lambda s, p: window(adopted(s), p),
+    "TableCapacity.add_on_demand_window": lambda s, p: adopted(s).add_on_demand_window(
+        "spikes", start="09:00", **{"duration": Duration.hours(1), **p}
+    ),
     "GlobalTableCapacity.add_capacity_window": lambda _, p: window(global_capacity(), p),
 }
 

@@ -28,6 +28,7 @@ from ..core.holds import (
     CapacityRequestTimeout,
     HeldDimension,
     Hold,
+    OnDemandForNow,
     TableGone,
     level,
 )
@@ -79,6 +80,7 @@ def read_table(
     the table ``quota`` alone (its limits from 1 to it; its tags, untrusted, never fail
     the read: `table_limits.conflicting_tags`)."""
     config = ScalerConfig(tables=(table,), default_min=1, default_max=quota, table_quota=quota)
+    targets: Any = None
     while True:
         now = ctx.now()
         try:
@@ -95,6 +97,8 @@ def read_table(
                 return managed
             busy = f"index {index} is not ACTIVE"
         except OnDemand:
+            if targets:
+                raise OnDemandForNow(f"table {table} is on-demand for now") from None
             raise TableGone(
                 f"table: {table} is on-demand; capacity requests apply to provisioned tables"
             ) from None

@@ -120,6 +120,21 @@ class TableGone(CapacityRequestError):
     """The table no longer exists, or is on-demand: no hold on it can do anything."""
 
 
+class SwitchError(CapacityError, RuntimeError):
+    """An on-demand window's switch that did not happen; ``metric`` is what it is counted as
+    (``SwitchFailed``, or ``SwitchRefused`` for one DynamoDB's daily limit or the table's
+    state forbids)."""
+
+    def __init__(self, message: str, metric: str = "SwitchFailed") -> None:
+        super().__init__(message)
+        self.metric = metric
+
+
+class OnDemandForNow(CapacityRequestTimeout):
+    """The table is on-demand but keeps its scalable targets (an on-demand window): a
+    request needs no raise, and its holds stay for when it is provisioned again."""
+
+
 class SurgeReportError(CapacityError, ValueError):
     """A report that breaks the contract: the message names the field, the value received
     and what is allowed."""

@@ -43,6 +43,7 @@ from ..core.errors import CapacityRequestError as CapacityRequestError
 from ..core.errors import CapacityRequestFailed as CapacityRequestFailed
 from ..core.errors import CapacityRequestTimeout as CapacityRequestTimeout
 from ..core.errors import LeaseLost as LeaseLost
+from ..core.errors import OnDemandForNow as OnDemandForNow
 from ..core.errors import TableGone as TableGone
 from .table_limits import Limits
 from .tables import ManagedTable

@@ -29,6 +29,7 @@ from ..core.holds import (
     CapacityRequestTimeout,
     HeldDimension,
     Hold,
+    OnDemandForNow,
     level,
     token_digest,
 )
@@ -230,14 +231,13 @@ def request_capacity(
     holds_store = open_store(store, ctx.clients, clock)
     _check_bounds(holds_store, hold, wanted)
     deadline = clock() + timeout.total_seconds()
-    # the table and index exist, and are ACTIVE; the traffic on them now
-    traffic = current_traffic(ctx, read_table(ctx, table, index, deadline), index, wanted)
-    ident = uuid.uuid4().hex[:12]
-    token = new_token()
     expires = datetime.fromtimestamp(math.ceil((ctx.now() + hold).timestamp()), UTC)
-    handle = CapacityHold(
-        table, index, ident, expires, [], token=token, _ctx=ctx, _store=holds_store
-    )
+    ident, token = uuid.uuid4().hex[:12], new_token()
+    handle = CapacityHold(table, index, ident, expires, [], token, _ctx=ctx, _store=holds_store)
+    try:  # the table and index exist, and are ACTIVE; the traffic on them now
+        traffic = current_traffic(ctx, read_table(ctx, table, index, deadline), index, wanted)
+    except OnDemandForNow:
+        return handle  # served at once: on-demand needs no raise
     _make_holds(ctx, holds_store, handle, wanted, traffic, deadline)
     return handle
 

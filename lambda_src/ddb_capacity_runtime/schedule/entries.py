@@ -253,21 +253,55 @@ class CapacityWindow:
     week_days: tuple[str, ...]
     time_zone: str
 
-    def _cron(self, offset: timedelta) -> str:
-        hh, mm = (int(x) for x in self.start.split(":"))
-        at = timedelta(hours=hh, minutes=mm) + offset
-        shift = at.days  # whole days before (negative) or after the start day
-        minute_of_day = int(at.total_seconds() // 60) % 1440
-        days = ",".join(EVERY_DAY[(EVERY_DAY.index(d) + shift) % 7] for d in self.week_days)
-        return f"cron({minute_of_day % 60} {minute_of_day // 60} ? * {days} *)"
-
     @property
     def raise_schedule(self) -> str:
-        return self._cron(-self.lead)
+        return weekly_cron(self.start, -self.lead, self.week_days)
 
     @property
     def restore_schedule(self) -> str:
-        return self._cron(self.duration)
+        return weekly_cron(self.start, self.duration, self.week_days)
+
+
+def weekly_cron(start: str, offset: timedelta, week_days: Sequence[str]) -> str:
+    """The cron expression of ``offset`` from ``start`` (HH:MM) on each of ``week_days``,
+    in the window's own time zone: an offset past midnight moves the days with it."""
+    hh, mm = (int(x) for x in start.split(":"))
+    at = timedelta(hours=hh, minutes=mm) + offset
+    shift = at.days  # whole days before (negative) or after the start day
+    minute_of_day = int(at.total_seconds() // 60) % 1440
+    days = ",".join(EVERY_DAY[(EVERY_DAY.index(d) + shift) % 7] for d in week_days)
+    return f"cron({minute_of_day % 60} {minute_of_day // 60} ? * {days} *)"
+
+
+def check_week(
+    label: str,
+    start: object,
+    duration: timedelta,
+    week_days: Sequence[str],
+    words: tuple[str, str, str] = ("lead + duration", "raise", "restore"),
+) -> None:
+    """A weekly window's start (HH:MM), its days, and its length (``duration``, a capacity
+    window's lead included) shorter than the gap between two of its starts; ``words`` name
+    its length, its start and its end in the message."""
+    if not isinstance(start, str) or not HHMM.fullmatch(start):
+        raise ScheduleError(f"{label}: start must be HH:MM (24-hour); got {start!r}")
+    bad = [d for d in week_days if d not in EVERY_DAY]
+    if not week_days or bad:
+        raise ScheduleError(
+            f"{label}: week_days must be names from {', '.join(EVERY_DAY)}; got {list(week_days)!r}"
+        )
+    days = sorted({EVERY_DAY.index(d) for d in week_days})
+    gaps = [((days[(i + 1) % len(days)] - d) % 7 or 7, d) for i, d in enumerate(days)]
+    gap, first = min(gaps)
+    if duration >= timedelta(days=gap):  # a tie: in no set order
+        second = EVERY_DAY[(first + gap) % 7]
+        length, begins, ends = words
+        raise ScheduleError(
+            f"{label}: {length} ({duration}) is not shorter "
+            f"than the {timedelta(days=gap)} between two of its {begins}s ({EVERY_DAY[first]} "
+            f"and {second} {start}); the next {begins} would come at or before the "
+            f"{ends}. Shorten it, or give fewer week_days"
+        )
 
 
 WindowKey = tuple[str | None, str, str]
@@ -421,23 +455,7 @@ class TableSchedule:
             )
         if not timedelta(0) <= window.lead <= timedelta(days=1):
             raise ScheduleError(f"{label}: lead must be from 0 to 24 hours; got {window.lead}")
-        bad = [d for d in window.week_days if d not in EVERY_DAY]
-        if not window.week_days or bad:
-            raise ScheduleError(
-                f"{label}: week_days must be names from {', '.join(EVERY_DAY)}; "
-                f"got {list(window.week_days)!r}"
-            )
-        days = sorted({EVERY_DAY.index(d) for d in window.week_days})
-        gaps = [((days[(i + 1) % len(days)] - d) % 7 or 7, d) for i, d in enumerate(days)]
-        gap, first = min(gaps)
-        if window.duration + window.lead >= timedelta(days=gap):  # a tie: in no set order
-            second = EVERY_DAY[(first + gap) % 7]
-            raise ScheduleError(
-                f"{label}: lead + duration ({window.lead + window.duration}) is not shorter "
-                f"than the {timedelta(days=gap)} between two of its raises ({EVERY_DAY[first]} "
-                f"and {second} {window.start}); the next raise would come at or before the "
-                f"restore. Shorten it, or give fewer week_days"
-            )
+        check_week(label, window.start, window.duration + window.lead, window.week_days)
         known = self._check_range(label, window.index, window.dimension)
         cap = window.capacity
         if not is_whole(cap, 1, self._quota):

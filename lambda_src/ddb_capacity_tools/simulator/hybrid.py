@@ -33,9 +33,10 @@ on-demand's previous peak after a switch (the on-demand run's, not a switched ta
 from __future__ import annotations
 
 import statistics
-from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+from ddb_capacity_runtime.core.switches import MAX_SWITCHES, recent
 
 from .model import Recorded
 from .prices import Prices
@@ -51,7 +52,7 @@ __all__ = [
     "within_limit",
 ]
 
-SWITCHES_PER_DAY = 4
+SWITCHES_PER_DAY = MAX_SWITCHES
 """Switches to on-demand AWS allows a table in a rolling 24 hours (switching back to provisioned is
 not limited)."""
 HISTORY_DAYS = 7
@@ -150,18 +151,16 @@ def within_limit(wanted: Sequence[bool], most: int) -> list[bool]:
     """``wanted`` with every on-demand window dropped that would start while ``most``
     switches to on-demand were made in the 24 hours before it."""
     out: list[bool] = []
-    switches: deque[int] = deque()
+    switches: list[int] = []  # seconds from the trace's start, as `core.switches` counts them
     on = dropped = False
     for m, w in enumerate(wanted):
         if not w:
             on = dropped = False
         elif not on and not dropped:  # a window's first minute: a switch to on-demand
-            while switches and switches[0] <= m - DAY:
-                switches.popleft()
-            if len(switches) >= most:
+            if len(recent(switches, m * 60)) >= most:
                 dropped = True  # the whole window, not its later minutes
             else:
-                switches.append(m)
+                switches.append(m * 60)
                 on = True
         out.append(on)
     return out

@@ -1,0 +1,264 @@
+"""Runs in: CDK app (synth time).
+
+The stack's on-demand switch: one function (`ddb_capacity_runtime.hybrid.handler`) with its
+own state store, invoked by EventBridge Scheduler at each window's start and end and every
+`CHECK_EVERY` to finish what a start or end left (a missed end, a deploy that made the table
+provisioned underneath). Only its role may call ``dynamodb:UpdateTable``, and only on the
+tables given windows (and their indexes); it registers only those tables' scalable targets.
+Its refusals, failures and errors fold into the stack's one ``Failing`` alarm of the switch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import Duration, Stack
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_scheduler as scheduler
+from constructs import Construct
+
+from ddb_capacity_runtime.core.names import METRICS_NAMESPACE, STORE_ENV, TARGET_TAG
+from ddb_capacity_runtime.schedule.on_demand_windows import OnDemandWindow
+
+from ..common._alarms import AlarmSet, AlarmSpec, deployment_metric, says
+from ..common._compliance import acknowledge, acknowledge_all
+from ..common._function_options import FunctionConfig
+from ..common._iam_statements import (
+    SCALABLE_TARGETS_FINDING,
+    autoscaling_validation_statement,
+    move_minimums_statement,
+    read_autoscaling_statement,
+    scalable_targets_reason,
+    state_store_statement,
+)
+from ..common._lazy import lazy_list
+from ..common._runtime import runtime_function, state_store_table
+from ..common._scheduled_function import acknowledge_control_plane_function
+
+SWITCH_ID = "OnDemandSwitch"
+CHECK_EVERY = Duration.minutes(15)
+"""How often the switch checks its tables between the windows' own starts and ends."""
+CONFIG = FunctionConfig(256, Duration.minutes(2))
+"""The switch function: each table's start or end is a few calls (well under a minute)."""
+HANDLER = "ddb_capacity_runtime.hybrid.handler.lambda_handler"
+ASYNC_REASON = (
+    "EventBridge Scheduler retries a failed invocation (twice, within 15 minutes); every "
+    "failure is counted (SwitchFailed, SwitchRefused, Errors) and alarmed, and the check every "
+    "15 minutes finishes a window's end that failed, so a dead-letter queue would keep nothing "
+    "of use."
+)
+
+
+@dataclass(frozen=True)
+class _Table:
+    name: str
+    arn: str
+
+
+class OnDemandSwitch(Construct):
+    """The stack's switch (`on_demand_switch` makes it once): its function, state store,
+    scheduler role, check schedule and alarm; each window adds its two schedules."""
+
+    def __init__(self, scope: Construct, id: str) -> None:
+        super().__init__(scope, id)
+        self._tables: dict[str, _Table] = {}
+        self.store = state_store_table(
+            self,
+            "StateStore",
+            contents="each switched table's billing history and its targets before a window",
+            backup_reason="It holds run-time state only: a table's item is written again at "
+            "its next window, and the table itself keeps its billing mode.",
+        )
+        self.function, self.policy = runtime_function(
+            self,
+            "Function",
+            handler=HANDLER,
+            description="the on-demand switch of DynamoDB tables' on-demand windows",
+            config=CONFIG,
+            environment={STORE_ENV: self.store.table_name},
+        )
+        acknowledge_control_plane_function(self.function, "DynamoDB and Application Auto Scaling")
+        acknowledge_all(
+            self.function,
+            {
+                f"{p}-LambdaDLQ": ASYNC_REASON
+                for p in ("Serverless", "HIPAA.Security", "NIST.800.53.R5")
+            }
+            | {
+                f"{p}-LambdaConcurrency": ASYNC_REASON for p in ("HIPAA.Security", "NIST.800.53.R5")
+            },
+        )
+        self._grant()
+        self.role = iam.Role(
+            self,
+            "SchedulerRole",
+            assumed_by=iam.ServicePrincipal("scheduler.amazonaws.com"),
+            description="Lets EventBridge Scheduler invoke the on-demand switch",
+        )
+        iam.ManagedPolicy(
+            self,
+            "SchedulerPolicy",
+            description="Lets EventBridge Scheduler invoke the on-demand switch, nothing else",
+            roles=[self.role],
+            statements=[
+                iam.PolicyStatement(
+                    sid="InvokeSwitch",
+                    actions=["lambda:InvokeFunction"],
+                    resources=[self.function.function_arn],
+                )
+            ],
+        )
+        self._schedule(
+            self,
+            "Check",
+            f"rate({int(CHECK_EVERY.to_minutes())} minutes)",
+            None,
+            {
+                "Action": "check",
+                "Tables": lazy_list(lambda: sorted(self._tables)),
+            },
+        )
+        self.alarms = self._alarms()
+
+    def _grant(self) -> None:
+        """The function's grants: its state store; DescribeTable and UpdateTable on its
+        tables and their indexes alone; their targets registered (tagged with their names)."""
+        arns = lazy_list(
+            lambda: [
+                arn
+                for t in sorted(self._tables.values(), key=lambda t: t.name)
+                for arn in (t.arn, f"{t.arn}/index/*")
+            ]
+        )
+        names = lazy_list(lambda: sorted(self._tables))
+        self.policy.add_statements(
+            state_store_statement(
+                "StateStore", self.store, ["dynamodb:GetItem", "dynamodb:PutItem"]
+            ),
+            iam.PolicyStatement(
+                sid="SwitchTables",
+                actions=["dynamodb:DescribeTable", "dynamodb:UpdateTable"],
+                resources=arns,
+            ),
+            read_autoscaling_statement(policies=False),
+            move_minimums_statement("SuspendTargets", TARGET_TAG, names),
+            autoscaling_validation_statement(),
+        )
+        acknowledge(
+            self.policy,
+            "AwsSolutions-IAM5[Resource::*]",
+            "DescribeScalableTargets has no resource-level permissions, and Application Auto "
+            "Scaling checks CloudWatch alarm permissions of a caller that changes a target.",
+        )
+        acknowledge(
+            self.policy,
+            f"AwsSolutions-IAM5[{SCALABLE_TARGETS_FINDING}]",
+            scalable_targets_reason("with the names of the tables given on-demand windows"),
+        )
+
+    def _schedule(
+        self,
+        scope: Construct,
+        id: str,
+        expression: str,
+        time_zone: str | None,
+        payload: dict[str, object],
+    ) -> scheduler.CfnSchedule:
+        return scheduler.CfnSchedule(
+            scope,
+            id,
+            schedule_expression=expression,
+            schedule_expression_timezone=time_zone,
+            flexible_time_window=scheduler.CfnSchedule.FlexibleTimeWindowProperty(mode="OFF"),
+            target=scheduler.CfnSchedule.TargetProperty(
+                arn=self.function.function_arn,
+                role_arn=self.role.role_arn,
+                input=Stack.of(self).to_json_string(payload),
+                retry_policy=scheduler.CfnSchedule.RetryPolicyProperty(
+                    maximum_event_age_in_seconds=900, maximum_retry_attempts=2
+                ),
+            ),
+        )
+
+    def add_window(self, scope: Construct, table: dynamodb.ITable, window: OnDemandWindow) -> None:
+        """The two schedules of ``window`` on ``table`` (children of ``scope``: ``Start``
+        and ``End``), and the table among the switch's."""
+        name = table.table_name
+        if name not in self._tables:
+            self._tables[name] = _Table(name, table.table_arn)
+            acknowledge(
+                self.policy,
+                f"AwsSolutions-IAM5[Resource::{_index_arns(table)}]",
+                "UpdateTable of a table that has GSIs is authorized on its indexes too; the "
+                "grant names this table's indexes alone.",
+            )
+        seconds = int(window.duration.total_seconds())
+        start = {
+            "Action": "start",
+            "Table": name,
+            "Window": window.name,
+            "DurationSeconds": seconds,
+            "MaxReadRequestUnits": window.max_read_request_units,
+            "MaxWriteRequestUnits": window.max_write_request_units,
+        }
+        zone = window.time_zone
+        self._schedule(scope, "Start", window.start_schedule, zone, start)
+        self._schedule(scope, "End", window.end_schedule, zone, {"Action": "end", "Table": name})
+
+    def _alarms(self) -> object:
+        alarm_set = AlarmSet(
+            self, f"the on-demand switch {self.node.path}", None, {}, "OnDemandSwitch"
+        )
+        store = self.store.table_name
+        checks = {
+            "SwitchFailed": "A window's switch of a table's billing mode failed (the table "
+            "stays as it was: on-demand past its window's end, or provisioned through it)",
+            "SwitchRefused": "A window's switch to on-demand was refused: the table had used "
+            "DynamoDB's 4 switches to on-demand of the rolling 24 hours, or was on-demand by "
+            "other hands",
+        }
+        for metric_name, said in checks.items():
+            alarm_set.add(
+                metric_name,
+                AlarmSpec(
+                    deployment_metric(METRICS_NAMESPACE, metric_name, store),
+                    says(said),
+                    look="the switch-failed events of the switch function's log group (table, "
+                    "action, error); the metric by TableName names the table",
+                    do="fix what the error names; the check every 15 minutes tries an end "
+                    "again, and the next window's start comes on its own",
+                ),
+            )
+        alarm_set.add(
+            "Errors",
+            AlarmSpec(
+                self.function.metric_errors(period=Duration.minutes(5)),
+                says("The on-demand switch function failed"),
+                look="the switch function's log group",
+                do="fix what the log names",
+            ),
+        )
+        return alarm_set.alarms
+
+
+def _index_arns(table: dynamodb.ITable) -> str:
+    """How cdk-nag prints the ARN of ``table``'s indexes: its own table's by its logical id,
+    one imported by name by its name."""
+    cfn = table.node.default_child
+    if isinstance(cfn, dynamodb.CfnTable):
+        return f"<{Stack.of(cfn).get_logical_id(cfn)}.Arn>/index/*"
+    return (
+        "arn:<AWS::Partition>:dynamodb:<AWS::Region>:<AWS::AccountId>:table/"
+        f"{table.table_name}/index/*"
+    )
+
+
+def on_demand_switch(scope: Construct) -> OnDemandSwitch:
+    """The stack's one switch, made on first use."""
+    stack = Stack.of(scope)
+    existing = stack.node.try_find_child(SWITCH_ID)
+    if existing is None:
+        return OnDemandSwitch(stack, SWITCH_ID)
+    assert isinstance(existing, OnDemandSwitch)
+    return existing

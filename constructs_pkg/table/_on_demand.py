@@ -1,0 +1,117 @@
+"""Runs in: CDK app (synth time).
+
+A table's declared on-demand windows (``add_on_demand_window``): each checked as it is
+added, with the table's other windows (never overlapping, never more than DynamoDB's 4
+switches to on-demand in any rolling 24 hours), previewed, and carried out by the stack's
+on-demand switch (`constructs_pkg.hybrid`), which is made with the first window only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from aws_cdk import Duration, TimeZone
+from aws_cdk import aws_dynamodb as dynamodb
+from constructs import Construct
+
+from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
+from ddb_capacity_runtime.core.validators import is_whole
+from ddb_capacity_runtime.schedule.entries import HORIZON, WEEKDAYS
+from ddb_capacity_runtime.schedule.expressions import zone_name
+from ddb_capacity_runtime.schedule.on_demand_windows import (
+    OnDemandWindow,
+    Switch,
+    check_windows,
+    switches,
+)
+
+from ..common._props import duration_prop, known_at_synth
+from ._parts import as_timedelta
+
+SWITCHED_AT_RUN_TIME = "the window's schedules and on-demand maximums are written at synth"
+
+
+class OnDemandWindows:
+    """The on-demand windows of one table (``table``, managed by ``owner``, named
+    ``where`` in messages): its maximums default to ``defaults`` (the table's read and
+    write maximum capacity), bounded by ``quota``."""
+
+    def __init__(
+        self,
+        owner: Construct,
+        table: dynamodb.ITable,
+        where: str,
+        quota: int,
+        defaults: tuple[int, int],
+    ) -> None:
+        self._owner, self._table, self._where = owner, table, where
+        self._quota, self._defaults = quota, defaults
+        self.windows: list[OnDemandWindow] = []
+
+    def add(
+        self,
+        id: str,
+        *,
+        start: str,
+        duration: Duration,
+        time_zone: str | TimeZone | None,
+        week_days: Sequence[str] | None,
+        max_read_request_units: int | None,
+        max_write_request_units: int | None,
+    ) -> OnDemandWindow:
+        """Check the window alone and with the others, then render its schedules."""
+        named = f"{self._where} on-demand window {id!r}"
+        if isinstance(week_days, str):
+            raise CapacityConfigError(
+                f"{named}: week_days: got {week_days!r}, one string; expected a list of day "
+                "names: WEEKDAYS, EVERY_DAY or a list such as ['MON', 'WED']"
+            )
+        duration_prop(named, "duration", duration, Duration.seconds(0))
+        reads = self._defaults[0] if max_read_request_units is None else max_read_request_units
+        writes = self._defaults[1] if max_write_request_units is None else max_write_request_units
+        for field, value in (
+            ("max_read_request_units", reads),
+            ("max_write_request_units", writes),
+        ):
+            known_at_synth(named, field, value, SWITCHED_AT_RUN_TIME)
+        window = OnDemandWindow(
+            name=id,
+            start=start,
+            duration=as_timedelta(duration),
+            week_days=tuple(WEEKDAYS if week_days is None else week_days),
+            time_zone=zone_name(time_zone or "UTC"),  # type: ignore[arg-type]
+            max_read_request_units=reads,
+            max_write_request_units=writes,
+        )
+        window.check(self._where, self._quota)
+        if any(w.name == id for w in self.windows):
+            raise CapacityConfigError(
+                f"{named}: id is already used by another on-demand window of this table; "
+                "ids must be unique per table"
+            )
+        check_windows(self._where, [*self.windows, window], _horizon_start())
+        self.windows.append(window)
+        self._render(window)
+        return window
+
+    def _render(self, window: OnDemandWindow) -> None:
+        from ..hybrid._switch import on_demand_switch  # only with a window: its function
+
+        scope = Construct(self._owner, f"OnDemandWindow{window.name}")
+        on_demand_switch(self._owner).add_window(scope, self._table, window)
+
+    def preview(self, count: int, start: datetime) -> list[Switch]:
+        """The next ``count`` switches of the table's windows from ``start``."""
+        if not is_whole(count, 1):
+            raise CapacityConfigError(
+                f"{self._where}: on_demand_preview: count must be a whole number of 1 or more "
+                f"(the switches to list); got {shown(count)}"
+            )
+        return [s for s in switches(self.windows, start, start + HORIZON) if s.when >= start][
+            :count
+        ]
+
+
+def _horizon_start() -> datetime:
+    return datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)

@@ -1,0 +1,213 @@
+"""Runs in: on-demand switch Lambda.
+
+What the on-demand switch decides, without I/O: a table's switch state (its switches to
+on-demand, its provisioned levels and its scalable targets before the window) read and
+written as JSON, checked as untrusted input; the level each dimension returns to (never
+below what it had before the window); and the two UpdateTable requests.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..core.errors import shown
+from ..core.tables import named_gsis
+from ..core.validators import is_number, is_whole
+
+ON_DEMAND = "PAY_PER_REQUEST"
+PROVISIONED = "PROVISIONED"
+SUSPENDED = ("DynamicScalingInSuspended", "DynamicScalingOutSuspended", "ScheduledScalingSuspended")
+"""The three parts of a scalable target's suspended state."""
+ALL_SUSPENDED = dict.fromkeys(SUSPENDED, True)
+UNITS = {"read": "ReadCapacityUnits", "write": "WriteCapacityUnits"}
+
+
+@dataclass(frozen=True)
+class Target:
+    """A scalable target as it was before the window: restored exactly at its end."""
+
+    resource_id: str
+    dimension: str
+    bounds: tuple[int, int]
+    suspended: Mapping[str, bool]
+
+    @classmethod
+    def of(cls, raw: Mapping[str, Any]) -> Target:
+        """A DescribeScalableTargets entry (or a stored one), checked: ValueError otherwise."""
+        rid, dim = raw.get("ResourceId"), raw.get("ScalableDimension")
+        low, high = raw.get("MinCapacity"), raw.get("MaxCapacity")
+        state = raw.get("SuspendedState") or {}
+        if not (isinstance(rid, str) and isinstance(dim, str) and isinstance(state, Mapping)):
+            raise ValueError(f"scalable target: got {shown(raw, 200)}")
+        if not (is_whole(low, 0) and is_whole(high, 1) and low <= high):
+            raise ValueError(f"scalable target {rid} {dim}: min {low!r}, max {high!r}")
+        return cls(rid, dim, (low, high), {k: state.get(k) is True for k in SUSPENDED})
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "ResourceId": self.resource_id,
+            "ScalableDimension": self.dimension,
+            "MinCapacity": self.bounds[0],
+            "MaxCapacity": self.bounds[1],
+            "SuspendedState": dict(self.suspended),
+        }
+
+
+@dataclass(frozen=True)
+class SwitchState:
+    """A table's switch state: ``billing`` as the switch left it, its switches to on-demand
+    (seconds since the epoch), and while on-demand: the window, when it ends, the
+    provisioned levels before it (``"<index or ''>|read"`` to units) and its targets then."""
+
+    billing: str = PROVISIONED
+    switches: tuple[int, ...] = ()
+    window: str = ""
+    until: float = 0.0
+    levels: Mapping[str, int] = field(default_factory=dict)
+    targets: tuple[Target, ...] = ()
+
+    def as_text(self) -> str:
+        return json.dumps(
+            {
+                "billing": self.billing,
+                "switches": list(self.switches),
+                "window": self.window,
+                "until": self.until,
+                "levels": dict(self.levels),
+                "targets": [t.as_json() for t in self.targets],
+            },
+            sort_keys=True,
+        )
+
+    def provisioned(self) -> SwitchState:
+        """Back to provisioned: the history kept, the window's state dropped."""
+        return replace(self, billing=PROVISIONED, window="", until=0.0, levels={}, targets=())
+
+
+def parse_state(text: str | None) -> SwitchState:
+    """A stored switch state (untrusted JSON); none yet: the empty state. ValueError for
+    anything malformed: the switch then changes nothing (unknown data lowers nothing)."""
+    if text is None:
+        return SwitchState()
+    raw = json.loads(text)
+    if not isinstance(raw, dict) or raw.get("billing") not in (ON_DEMAND, PROVISIONED):
+        raise ValueError(f"switch state: got {shown(raw, 200)}")
+    switches, levels = raw.get("switches"), raw.get("levels")
+    if not isinstance(switches, list) or not all(is_whole(t, 0) for t in switches):
+        raise ValueError(f"switch state: switches {shown(switches, 200)}")
+    if not isinstance(levels, dict) or not all(is_whole(v, 1) for v in levels.values()):
+        raise ValueError(f"switch state: levels {shown(levels, 200)}")
+    until = raw.get("until")
+    if not is_number(until):
+        raise ValueError(f"switch state: until {shown(until)}")
+    targets = raw.get("targets")
+    if not isinstance(targets, list):
+        raise ValueError(f"switch state: targets {shown(targets, 200)}")
+    return SwitchState(
+        billing=raw["billing"],
+        switches=tuple(int(t) for t in switches),
+        window=str(raw.get("window", "")),
+        until=float(until),
+        levels={str(k): int(v) for k, v in levels.items()},
+        targets=tuple(Target.of(t) for t in targets),
+    )
+
+
+def billing_of(description: Mapping[str, Any]) -> str:
+    """A DescribeTable answer's billing mode (provisioned when it says none)."""
+    summary = description.get("BillingModeSummary")
+    mode = summary.get("BillingMode") if isinstance(summary, Mapping) else None
+    return ON_DEMAND if mode == ON_DEMAND else PROVISIONED
+
+
+def _throughputs(name: str, description: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """The table's and each GSI's ``ProvisionedThroughput``, by index name ('' the table)."""
+    gsis = named_gsis(f"DescribeTable {name}", description.get("GlobalSecondaryIndexes") or [])
+    found = {"": description.get("ProvisionedThroughput")}
+    found.update({index: gsi.get("ProvisionedThroughput") for index, gsi in gsis})
+    return {k: v if isinstance(v, Mapping) else {} for k, v in found.items()}
+
+
+def levels_of(name: str, description: Mapping[str, Any]) -> dict[str, int]:
+    """The provisioned levels of a provisioned table and its GSIs (DescribeTable's,
+    untrusted): ValueError when one is not a whole number of 1 or more."""
+    levels: dict[str, int] = {}
+    for index, throughput in _throughputs(name, description).items():
+        for dim, units in UNITS.items():
+            value = throughput.get(units)
+            if not is_whole(value, 1):
+                where = "table" if not index else f"index {index}"
+                raise ValueError(f"DescribeTable {name}: {where} {units} is {shown(value)}")
+            levels[f"{index}|{dim}"] = value
+    return levels
+
+
+def back_levels(name: str, state: SwitchState, description: Mapping[str, Any]) -> dict[str, int]:
+    """The level each dimension of the table (as DescribeTable lists its GSIs now) returns
+    to: no lower than before the window, nor than its target's minimum then; a GSI made
+    during the window, its target's minimum (1 without one)."""
+    minimums = {(t.resource_id, t.dimension): t.bounds[0] for t in state.targets}
+    levels = {}
+    for index in _throughputs(name, description):
+        rid = f"table/{name}" + (f"/index/{index}" if index else "")
+        kind = "index" if index else "table"
+        for dim, units in UNITS.items():
+            least = minimums.get((rid, f"dynamodb:{kind}:{units}"), 1)
+            levels[f"{index}|{dim}"] = max(state.levels.get(f"{index}|{dim}", 1), least)
+    return levels
+
+
+def on_demand_request(
+    name: str, description: Mapping[str, Any], max_read: int, max_write: int
+) -> dict[str, Any]:
+    """UpdateTable to on-demand, the table and each GSI capped at the window's maximums."""
+    cap = {"MaxReadRequestUnits": max_read, "MaxWriteRequestUnits": max_write}
+    indexes = [i for i in _throughputs(name, description) if i]
+    request: dict[str, Any] = {
+        "TableName": name,
+        "BillingMode": ON_DEMAND,
+        "OnDemandThroughput": cap,
+    }
+    if indexes:
+        request["GlobalSecondaryIndexUpdates"] = [
+            {"Update": {"IndexName": i, "OnDemandThroughput": cap}} for i in indexes
+        ]
+    return request
+
+
+def provisioned_request(name: str, levels: Mapping[str, int]) -> dict[str, Any]:
+    """UpdateTable back to provisioned at ``levels`` (`back_levels`)."""
+
+    def throughput(index: str) -> dict[str, int]:
+        return {units: levels[f"{index}|{dim}"] for dim, units in UNITS.items()}
+
+    indexes = sorted({key.split("|")[0] for key in levels} - {""})
+    request: dict[str, Any] = {
+        "TableName": name,
+        "BillingMode": PROVISIONED,
+        "ProvisionedThroughput": throughput(""),
+    }
+    if indexes:
+        request["GlobalSecondaryIndexUpdates"] = [
+            {"Update": {"IndexName": i, "ProvisionedThroughput": throughput(i)}} for i in indexes
+        ]
+    return request
+
+
+def with_last_switch(history: Sequence[float], description: Mapping[str, Any]) -> list[float]:
+    """The switch history, with DescribeTable's last switch to on-demand added when the
+    history does not have it (a switch made by someone else counts against the limit too)."""
+    summary = description.get("BillingModeSummary")
+    last = (
+        summary.get("LastUpdateToPayPerRequestDateTime") if isinstance(summary, Mapping) else None
+    )
+    stamp = getattr(last, "timestamp", None)
+    if not callable(stamp):
+        return list(history)
+    moment = float(stamp())
+    if any(abs(moment - t) < 600 for t in history):  # ours: recorded before the call
+        return list(history)
+    return [*history, moment]

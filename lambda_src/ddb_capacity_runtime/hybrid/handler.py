@@ -1,0 +1,88 @@
+"""Runs in: on-demand switch Lambda.
+
+The switch function's entry point, invoked by EventBridge Scheduler: ``{"Action": "start",
+"Table", "Window", "DurationSeconds", "MaxReadRequestUnits", "MaxWriteRequestUnits"}`` at a
+window's start, ``{"Action": "end", "Table"}`` at its end, and ``{"Action": "check",
+"Tables": [...]}`` every few minutes. Each table is its own fault domain: every refusal and
+failure is logged, counted (``SwitchRefused``, ``SwitchFailed``, per table and for the
+deployment) and fails the invocation once every table was tried, so the alarm fires.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from ..aws.error_codes import describe_error
+from ..core.errors import SwitchError, shown
+from ..core.names import METRICS_NAMESPACE, STORE_ENV, metrics_store
+from ..core.validators import is_whole
+from ..events import count_in_lambda, log_event
+from .switcher import Switcher, Window
+
+MOST_UNITS = 40_000_000
+"""The largest on-demand maximum an event may carry (a guard on untrusted input; the
+constructs check the table's quota)."""
+
+
+def _window(event: Mapping[str, Any]) -> Window:
+    """A start event's window, checked (it comes through EventBridge: untrusted)."""
+    name, seconds = event.get("Window"), event.get("DurationSeconds")
+    reads, writes = event.get("MaxReadRequestUnits"), event.get("MaxWriteRequestUnits")
+    if not (isinstance(name, str) and name and is_whole(seconds, 60, 86_400)):
+        raise SwitchError(f"start event: Window {shown(name)}, DurationSeconds {shown(seconds)}")
+    if not (is_whole(reads, 1, MOST_UNITS) and is_whole(writes, 1, MOST_UNITS)):
+        raise SwitchError(f"start event: maximums {shown(reads)}, {shown(writes)}")
+    return Window(name, seconds, reads, writes)
+
+
+def _tables(event: Mapping[str, Any]) -> list[str]:
+    tables = event.get("Tables") if event.get("Action") == "check" else [event.get("Table")]
+    if not isinstance(tables, list) or not all(isinstance(t, str) and t for t in tables):
+        raise SwitchError(f"event: tables {shown(tables)}")
+    return tables
+
+
+def run(event: Mapping[str, Any], switcher: Switcher) -> dict[str, str]:
+    """Carry out ``event`` on each of its tables; raise at the end when one failed."""
+    action = event.get("Action") if isinstance(event, Mapping) else None
+    if action not in ("start", "end", "check"):
+        raise SwitchError(f"event: Action {shown(action)}; expected start, end or check")
+    outcomes: dict[str, str] = {}
+    failed: list[str] = []
+    for table in _tables(event):
+        try:
+            if action == "start":
+                outcomes[table] = switcher.start(table, _window(event))
+            else:
+                outcomes[table] = getattr(switcher, action)(table)
+        except Exception as exc:
+            metric = exc.metric if isinstance(exc, SwitchError) else "SwitchFailed"
+            outcomes[table] = f"{metric}: {describe_error(exc)}"
+            failed.append(table)
+            log_event(
+                "switch-failed",
+                level=logging.ERROR,
+                table=table,
+                action=action,
+                error=outcomes[table],
+            )
+            count_in_lambda(METRICS_NAMESPACE, metric, store=metrics_store(), table=table)
+    if failed:
+        raise SwitchError(f"{action}: failed for {', '.join(failed)}: {outcomes}")
+    return outcomes
+
+
+def lambda_handler(event: Mapping[str, Any], context: object) -> dict[str, str]:
+    import boto3
+
+    switcher = Switcher(
+        boto3.client("dynamodb"),
+        boto3.client("application-autoscaling"),
+        os.environ[STORE_ENV],
+        time.time,
+    )
+    return run(event, switcher)

@@ -1,0 +1,173 @@
+"""Runs in: on-demand switch Lambda.
+
+One table's switch, at a window's start (`Switcher.start`), at its end (`Switcher.end`) and
+on the function's regular check (`Switcher.check`, which also ends a window whose end was
+missed and mends what a deploy changed underneath). Each step writes the table's switch
+state before it acts, so a step cut short is finished by the next check; every refusal and
+failure is a `SwitchError` the handler counts.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from ..aws import switch_calls as calls
+from ..aws import table_calls
+from ..aws.discovery import table_resource_ids
+from ..core.errors import SwitchError
+from ..core.switches import MAX_SWITCHES, recent, switch_allowed
+from ..events import log_event
+from .billing_plan import (
+    ALL_SUSPENDED,
+    ON_DEMAND,
+    PROVISIONED,
+    SwitchState,
+    Target,
+    back_levels,
+    billing_of,
+    levels_of,
+    on_demand_request,
+    parse_state,
+    provisioned_request,
+    with_last_switch,
+)
+
+if TYPE_CHECKING:
+    from mypy_boto3_application_autoscaling import ApplicationAutoScalingClient
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+
+@dataclass(frozen=True)
+class Window:
+    """What a window's start asks: its name, how long, and the on-demand maximums."""
+
+    name: str
+    seconds: int
+    max_read: int
+    max_write: int
+
+
+@dataclass
+class Switcher:
+    dynamodb: DynamoDBClient
+    aas: ApplicationAutoScalingClient
+    store: str
+    clock: Callable[[], float]
+
+    def _state(self, table: str) -> tuple[SwitchState, int]:
+        text, version = calls.read_state(self.dynamodb, self.store, table)
+        try:
+            return parse_state(text), version
+        except ValueError as exc:
+            raise SwitchError(f"table {table}: its switch state is unreadable ({exc})") from None
+
+    def _save(self, table: str, state: SwitchState, version: int) -> int:
+        calls.write_state(self.dynamodb, self.store, table, state.as_text(), version)
+        return version + 1
+
+    def _targets(self, table: str, description: dict[str, Any]) -> list[Target]:
+        ids = table_resource_ids(table, description)
+        return [Target.of(t) for t in calls.read_targets(self.aas, ids)]
+
+    def _register(self, targets: tuple[Target, ...] | list[Target], suspend: bool) -> None:
+        for t in targets:
+            state = ALL_SUSPENDED if suspend else t.suspended
+            calls.register(self.aas, t.resource_id, t.dimension, t.bounds, state)
+
+    def start(self, table: str, window: Window) -> str:
+        """Switch ``table`` to on-demand for ``window``: refused when it is on-demand
+        already by other hands, not ACTIVE, or out of switches for the rolling day."""
+        now = self.clock()
+        state, version = self._state(table)
+        description = table_calls.describe(self.dynamodb, table)
+        if billing_of(description) == ON_DEMAND:
+            if state.billing == ON_DEMAND:
+                return "already-on-demand"  # a start run twice
+            raise SwitchError(f"table {table} is on-demand, not by a window", "SwitchRefused")
+        if description.get("TableStatus") != "ACTIVE":
+            raise SwitchError(f"table {table} is {description.get('TableStatus')}, not ACTIVE")
+        history = with_last_switch(state.switches, description)
+        if not switch_allowed(history, now):
+            raise SwitchError(
+                f"table {table}: {len(recent(history, now))} switches to on-demand in the last "
+                f"24 hours; DynamoDB allows {MAX_SWITCHES}: window {window.name} left provisioned",
+                "SwitchRefused",
+            )
+        before = state
+        targets = self._targets(table, description)
+        state = SwitchState(
+            ON_DEMAND,
+            (*(int(t) for t in recent(history, now)), int(now)),
+            window.name,
+            now + window.seconds,
+            levels_of(table, description),
+            tuple(targets),
+        )
+        version = self._save(table, state, version)
+        try:
+            self._register(targets, suspend=True)
+            request = on_demand_request(table, description, window.max_read, window.max_write)
+            table_calls.update(self.dynamodb, request)
+        except Exception:
+            self._register(targets, suspend=False)
+            self._save(table, before, version)
+            raise
+        log_event("switched-to-on-demand", table=table, window=window.name, until=state.until)
+        return "switched-to-on-demand"
+
+    def end(self, table: str) -> str:
+        """Switch ``table`` back to provisioned (no lower than before its window) and
+        restore its targets exactly; nothing when the switch left it provisioned."""
+        state, version = self._state(table)
+        if state.billing != ON_DEMAND:
+            return "not-on-demand"
+        description = table_calls.describe(self.dynamodb, table)
+        if billing_of(description) == PROVISIONED:
+            return self._switched_underneath(table, state, version)
+        if description.get("TableStatus") != "ACTIVE":
+            raise SwitchError(f"table {table} is {description.get('TableStatus')}, not ACTIVE")
+        levels = back_levels(table, state, description)
+        table_calls.update(self.dynamodb, provisioned_request(table, levels))
+        self._register(state.targets, suspend=False)
+        self._save(table, state.provisioned(), version)
+        log_event("switched-to-provisioned", table=table, window=state.window, levels=levels)
+        return "switched-to-provisioned"
+
+    def _switched_underneath(self, table: str, state: SwitchState, version: int) -> str:
+        """The table is provisioned again though its window switched it to on-demand (a
+        deploy of its template, or other hands): its targets restored, so it is never left
+        provisioned without its auto scaling."""
+        self._register(state.targets, suspend=False)
+        self._save(table, state.provisioned(), version)
+        log_event(
+            "switched-back-underneath",
+            level=logging.WARNING,
+            table=table,
+            window=state.window,
+            consequence="its scalable targets are restored; the window ends early",
+        )
+        return "switched-back-underneath"
+
+    def check(self, table: str) -> str:
+        """The regular check: a window past its end is ended; a table provisioned again
+        underneath is given its targets back; a target a deploy resumed mid-window is
+        suspended again."""
+        state, version = self._state(table)
+        if state.billing != ON_DEMAND:
+            return "not-on-demand"
+        if self.clock() >= state.until:
+            return self.end(table)
+        description = table_calls.describe(self.dynamodb, table)
+        if billing_of(description) == PROVISIONED:
+            return self._switched_underneath(table, state, version)
+        live = self._targets(table, description)
+        resumed = [t for t in live if not all(t.suspended.values())]
+        self._register(resumed, suspend=True)
+        if resumed:  # a deploy registered them again: what they are now is restored later
+            kept = {(t.resource_id, t.dimension) for t in state.targets}
+            added = tuple(t for t in resumed if (t.resource_id, t.dimension) not in kept)
+            self._save(table, replace(state, targets=state.targets + added), version)
+        return "on-demand"

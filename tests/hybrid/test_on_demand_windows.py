@@ -1,0 +1,206 @@
+"""Declared on-demand windows at synth: each checked as it is added (the exact message of
+each refusal), DynamoDB's four switches to on-demand a day refused across a table's windows,
+the preview, and the template: the window's two schedules, the stack's one switch and its
+grants, nothing of it without a window, and the five nag packs and cfn-lint passing."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import Duration
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk.assertions import Match, Template
+
+from constructs_pkg import Capacity, ProvisionedTable, acknowledge, apply_nag_packs
+from ddb_capacity_runtime.core.errors import CapacityConfigError
+
+MONDAY = datetime(2026, 11, 30, tzinfo=UTC)
+
+
+def orders(stack: cdk.Stack, id: str = "Orders") -> ProvisionedTable:
+    return ProvisionedTable(
+        stack,
+        id,
+        partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+        read=Capacity(min_capacity=5, max_capacity=1000),
+        write=Capacity(min_capacity=5, max_capacity=500),
+    )
+
+
+def test_a_window_is_previewed_as_its_switches_in_its_time_zone(stack: cdk.Stack) -> None:
+    table = orders(stack)
+    table.add_on_demand_window(
+        "Lunch", start="11:30", duration=Duration.hours(2), time_zone="Europe/Paris"
+    )
+    switches = table.on_demand_preview(count=3, start=MONDAY)
+    assert [(s.when, s.window.name, s.billing_mode) for s in switches] == [
+        (MONDAY + timedelta(hours=10, minutes=30), "Lunch", "PAY_PER_REQUEST"),
+        (MONDAY + timedelta(hours=12, minutes=30), "Lunch", "PROVISIONED"),
+        (MONDAY + timedelta(days=1, hours=10, minutes=30), "Lunch", "PAY_PER_REQUEST"),
+    ]
+
+
+def test_a_table_without_windows_deploys_nothing_of_the_switch(stack: cdk.Stack) -> None:
+    orders(stack)
+    template = Template.from_stack(stack)
+    template.resource_count_is("AWS::Scheduler::Schedule", 0)
+    template.resource_count_is("AWS::Lambda::Function", 0)
+    assert stack.node.try_find_child("OnDemandSwitch") is None
+
+
+def test_a_window_renders_its_two_schedules_and_the_stacks_one_switch(stack: cdk.Stack) -> None:
+    # GIVEN two tables, each with a window
+    first, second = orders(stack), orders(stack, "Customers")
+    first.add_on_demand_window(
+        "Evening", start="18:00", duration=Duration.hours(3), max_read_request_units=800
+    )
+    second.add_on_demand_window("Morning", start="08:00", duration=Duration.hours(1))
+    template = Template.from_stack(stack)
+    # THEN one switch function serves both, with a start and an end schedule for each window
+    # and one check every 15 minutes
+    template.resource_count_is("AWS::Lambda::Function", 1)
+    template.resource_count_is("AWS::Scheduler::Schedule", 5)
+    template.has_resource_properties(
+        "AWS::Scheduler::Schedule",
+        {
+            "ScheduleExpression": "cron(0 18 ? * MON,TUE,WED,THU,FRI *)",
+            "ScheduleExpressionTimezone": "UTC",
+            "Target": Match.object_like(
+                {
+                    "Input": {
+                        "Fn::Join": [
+                            "",
+                            [
+                                '{"Action":"start","Table":"',
+                                {"Ref": Match.string_like_regexp("Orders")},
+                                '","Window":"Evening","DurationSeconds":10800,'
+                                '"MaxReadRequestUnits":800,"MaxWriteRequestUnits":500}',
+                            ],
+                        ]
+                    }
+                }
+            ),
+        },
+    )
+    template.has_resource_properties(
+        "AWS::Scheduler::Schedule",
+        {"ScheduleExpression": "cron(0 21 ? * MON,TUE,WED,THU,FRI *)"},
+    )
+    template.has_resource_properties(
+        "AWS::Scheduler::Schedule", {"ScheduleExpression": "rate(15 minutes)"}
+    )
+
+
+def test_only_the_switch_may_update_its_tables_and_their_indexes(stack: cdk.Stack) -> None:
+    orders(stack).add_on_demand_window("Evening", start="18:00", duration=Duration.hours(3))
+    policies = Template.from_stack(stack).find_resources("AWS::IAM::ManagedPolicy")
+    updating = [
+        s
+        for p in policies.values()
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+        if "dynamodb:UpdateTable" in json.dumps(s["Action"])
+    ]
+    assert len(updating) == 1
+    (statement,) = updating
+    resources = json.dumps(statement["Resource"])
+    assert "Orders" in resources and "/index/*" in resources and '"*"' not in resources
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (
+            {"start": "25:00", "duration": Duration.hours(1)},
+            "on-demand window 'W': start must be HH:MM (24-hour); got '25:00'",
+        ),
+        (
+            {"start": "10:00", "duration": Duration.hours(24)},
+            "on-demand window 'W': duration must be from 1 minute to less than 24 hours (a "
+            "table is switched to on-demand at most 4 times a day); got 1 day, 0:00:00",
+        ),
+        (
+            {"start": "10:00", "duration": Duration.hours(1), "week_days": "MON"},
+            "on-demand window 'W': week_days: got 'MON', one string; expected a list of day "
+            "names: WEEKDAYS, EVERY_DAY or a list such as ['MON', 'WED']",
+        ),
+        (
+            {"start": "10:00", "duration": Duration.hours(1), "max_read_request_units": 0},
+            "on-demand window 'W': max_read_request_units must be a whole number of request "
+            "units a second from 1 to 40,000 (the table's quota), the on-demand maximum that "
+            "caps its cost; got 0",
+        ),
+        (
+            {"start": "10:00", "duration": Duration.hours(1), "time_zone": "Mars/Olympus"},
+            "on-demand window 'W'",
+        ),
+    ],
+)
+def test_a_bad_window_is_refused_naming_the_field(
+    stack: cdk.Stack, kwargs: dict[str, object], message: str
+) -> None:
+    with pytest.raises(
+        CapacityConfigError,
+        match=message.replace("(", r"\(")
+        .replace(")", r"\)")
+        .replace("[", r"\[")
+        .replace("]", r"\]"),
+    ):
+        orders(stack).add_on_demand_window("W", **kwargs)  # type: ignore[arg-type]
+
+
+def test_overlapping_windows_are_refused(stack: cdk.Stack) -> None:
+    table = orders(stack)
+    table.add_on_demand_window("A", start="10:00", duration=Duration.hours(2))
+    with pytest.raises(CapacityConfigError, match="on-demand windows 'A' and 'B' overlap"):
+        table.add_on_demand_window("B", start="11:00", duration=Duration.hours(2))
+
+
+def test_a_fifth_switch_in_24_hours_is_refused_at_synth(stack: cdk.Stack) -> None:
+    # GIVEN four windows a day, five hours apart: the fourth of the day is allowed
+    table = orders(stack)
+    for hour in (0, 5, 10, 15):
+        table.add_on_demand_window(f"At{hour}", start=f"{hour:02}:00", duration=Duration.hours(1))
+    # WHEN a fifth would come within 24 hours of the first, THEN it is refused
+    with pytest.raises(
+        CapacityConfigError,
+        match=r"on-demand windows: 5 switches to on-demand within 24 hours \(.*\); DynamoDB "
+        r"allows at most 4 in any rolling 24 hours: give fewer windows or fewer week_days",
+    ):
+        table.add_on_demand_window("At20", start="20:00", duration=Duration.hours(1))
+    # AND the refused window left nothing behind
+    assert [s.window.name for s in table.on_demand_preview(count=8, start=MONDAY)] == [
+        "At0",
+        "At0",
+        "At5",
+        "At5",
+        "At10",
+        "At10",
+        "At15",
+        "At15",
+    ]
+
+
+def test_the_five_nag_packs_and_cfn_lint_pass_with_a_window(tmp_path: Path) -> None:
+    app = cdk.App(outdir=str(tmp_path))
+    apply_nag_packs(app)
+    stack = cdk.Stack(app, "Windowed")
+    table = orders(stack)
+    for pack in ("HIPAA.Security", "NIST.800.53.R5"):
+        acknowledge(table.table, f"{pack}-DynamoDBInBackupPlan", "A test table of this test only.")
+    table.add_on_demand_window("Evening", start="18:00", duration=Duration.hours(3))
+    app.synth()
+    report = json.loads((tmp_path / "validation-report.json").read_text())
+    assert len(report["pluginReports"]) == 5
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "cfn-lint"), str(tmp_path / "Windowed.template.json")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode in (0, 4), result.stdout
