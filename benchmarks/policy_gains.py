@@ -84,7 +84,9 @@ def slow_start(workers: int) -> list[bool]:
 def refused_per_setting(trace: Trace, model: dict[str, Any], workers: int) -> list[str]:
     """Per model setting, what stock:70 and the judged policy refused (all dimensions)."""
     settings = settings_of("plausible", replace(ModelParams(), **model), trace)
-    results = run_ensemble(trace, [parse("stock:70"), parse(JUDGED)], settings, Prices(), workers)
+    results = run_ensemble(
+        trace, [parse("stock:70"), parse(JUDGED)], settings, Prices(), workers=workers
+    )
     out = []
     for i in range(len(settings)):
         stock, mine = (
@@ -152,7 +154,9 @@ def flash_rows(workers: int) -> tuple[dict[str, tuple[float, float]], float, lis
     rows = run(trace, STOCK, {}, False, workers)
     for label, model in SIGNALS.items():
         rows[f"{JUDGED} +{label}"] = run(trace, [JUDGED], model, False, workers)[JUDGED]
-    settings = settings_of("plausible", replace(ModelParams(), **HOOK, **STREAM), trace)
+    settings = settings_of(
+        "plausible", replace(ModelParams(), **dict[str, Any]({**HOOK, **STREAM})), trace
+    )
     floors = [sum(crowd_floor(trace, k, p) for k in trace.demand) for p in settings]
     floor = sum(statistics.median(crowd_floor(trace, k, p) for p in settings) for k in trace.demand)
     return rows, floor, floors
