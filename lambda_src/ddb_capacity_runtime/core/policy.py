@@ -267,6 +267,8 @@ def decide(
     view = _View(state, config, tracked)
     for rule in RULES:
         decision = rule(view)
+        if decision is not None and decision.action == DECREASE and not state.throttles_read:
+            return view.decision(view.provisioned, "no decrease: throttles not read this tick")
         if decision is not None:
             return decision
     return view.decision(view.provisioned, "within target")
@@ -437,17 +439,15 @@ def _bucket_lasts(v: _View, peak: float) -> bool:
 
 
 def _no_evidence(v: _View) -> Decision | None:
-    """Only decreases remain, and only on evidence: none while minutes are unknown, the
-    throttles were not read this tick or a call the tick shares failed."""
+    """Only decreases remain, and only on evidence: none while minutes are unknown or a
+    call the tick shares failed (nor, in `decide`, without the throttles read)."""
     state = v.state
-    if not state.unknown_minutes and state.decreases_allowed and state.throttles_read:
+    if not state.unknown_minutes and state.decreases_allowed:
         return None
     why = (
         f"{state.unknown_minutes} minute(s) of the window unknown"
         if state.unknown_minutes
         else "a call the tick shares failed"
-        if not state.decreases_allowed
-        else "throttles not read this tick"
     )
     return v.decision(v.provisioned, f"no decrease: {why}")
 

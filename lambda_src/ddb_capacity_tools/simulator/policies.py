@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Protocol
 
+from ddb_capacity_runtime.core import plan as core_plan
 from ddb_capacity_runtime.core import settings
 from ddb_capacity_runtime.core.delivery import (
     WITNESS_PERIOD_MINUTES,
@@ -415,7 +416,10 @@ class ThrottleAware:
         def plan(read: Mapping[SeriesKey, Series]) -> list[tuple[Change, Decision]]:
             return plan_table(table, read, self.config, now, floor=floor)  # this module's name
 
-        series = self._read_throttles(series, plan(self._assumed(series)), now)
+        # the first decision, on consumption alone, only picks the throttles read (as the
+        # Lambda's `read_throttles`); the one made with them is the tick's
+        first = core_plan.plan_table(table, self._assumed(series), self.config, now, floor=floor)
+        series = self._read_throttles(series, first, now)
         # as the Lambda's tick: idle minutes lower nothing unwitnessed, then the floor
         planned, _ = hold_unwitnessed(plan, series, lambda _: delivered)
         if floor is not None:
