@@ -90,6 +90,7 @@ def test_the_share_of_ticks_reading_throttles_is_what_the_simulated_scaler_reads
 
     def build(*args: Any, **kwargs: Any) -> Any:
         policy = real_build(*args, **kwargs)
+        assert isinstance(policy, ThrottleAware)
         made.append(policy)
         return policy
 

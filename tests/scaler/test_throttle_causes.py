@@ -16,7 +16,7 @@ from botocore.exceptions import ClientError
 from ddb_capacity_runtime.aws import metrics
 from ddb_capacity_runtime.core.series import MINUTE, Series
 from tests.support.moto_world import LAG, World
-from tests.support.throttle_causes import hot_key_and_idle
+from tests.support.throttle_causes import count_queries, hot_key_and_idle
 from tests.support.throttle_causes import world as world  # noqa: F401 (fixture)
 
 
@@ -27,19 +27,6 @@ def emf(lines: list[dict[str, Any]], table: str) -> dict[str, Any]:
 
 def events(lines: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
     return [e for e in lines if e.get("event") == name]
-
-
-def count_queries(world: World) -> list[list[str]]:
-    """The metric names of each GetMetricData call the tick makes (filled as it runs)."""
-    calls: list[list[str]] = []
-
-    def record(params: dict[str, Any], **_: Any) -> None:
-        calls.append([q["MetricStat"]["Metric"]["MetricName"] for q in params["MetricDataQueries"]])
-
-    world.clients.cloudwatch.meta.events.register(
-        "provide-client-params.cloudwatch.GetMetricData", record
-    )
-    return calls
 
 
 def a_tick_off_the_forecast(world: World) -> tuple[dict[str, Any], list[dict[str, Any]]]:

@@ -16,23 +16,11 @@ from ddb_capacity_runtime.core.plan import THROTTLE_READ_TICKS, every_dimension_
 from ddb_capacity_runtime.core.policy import DECREASE, HOLD, DimensionState, decide
 from tests.support.faults import client_error, emf, fail_before
 from tests.support.moto_world import World
+from tests.support.throttle_causes import count_queries
 from tests.support.throttle_causes import world as world  # noqa: F401 (fixture)
 
 REACTIVE = {"SCALER_MODE": "reactive"}  # no history read: the window's calls alone
 TICK = timedelta(minutes=2)  # the default tick
-
-
-def metric_calls(world: World) -> list[list[str]]:
-    """The metric names of each GetMetricData call of the world's ticks, as they are made."""
-    calls: list[list[str]] = []
-
-    def record(params: dict[str, Any], **_: Any) -> None:
-        calls.append([q["MetricStat"]["Metric"]["MetricName"] for q in params["MetricDataQueries"]])
-
-    world.clients.cloudwatch.meta.events.register(
-        "provide-client-params.cloudwatch.GetMetricData", record
-    )
-    return calls
 
 
 def low_use(world: World, throttles: float = 0) -> str:
@@ -60,7 +48,7 @@ def test_a_quiet_tick_makes_one_call_of_consumed_capacity(world: World) -> None:
     for index in (None, "byUser"):
         for dimension in ("read", "write"):
             world.traffic(name, dimension, 70, index=index)
-    calls = metric_calls(world)
+    calls = count_queries(world)
     # WHEN a tick runs
     summary, _ = world.tick(**REACTIVE)
     # THEN it makes one GetMetricData call, of consumed capacity alone (the four dimensions'
@@ -76,7 +64,7 @@ def test_a_dimension_about_to_be_lowered_has_its_throttles_read_first(world: Wor
     # GIVEN a low-use table and GSI, at a tick that reads no throttles by the clock
     world.off_the_periodic_read()
     name = low_use(world)
-    calls = metric_calls(world)
+    calls = count_queries(world)
     # WHEN a tick runs
     world.tick(**REACTIVE)
     # THEN a second call reads the four dimensions' throttle events, and, none throttled,
@@ -90,7 +78,7 @@ def test_a_dimension_about_to_be_lowered_is_not_when_its_throttles_show(world: W
     # GIVEN the same table, but each dimension throttled (a hot key at low use)
     world.off_the_periodic_read()
     name = low_use(world, throttles=600)
-    calls = metric_calls(world)
+    calls = count_queries(world)
     # WHEN a tick runs
     summary, _ = world.tick(**REACTIVE)
     # THEN the throttles are read after the consumption, and nothing is lowered
@@ -109,7 +97,7 @@ def test_a_hot_dimension_has_its_throttles_read_and_raised_for(world: World) -> 
     world.traffic(name, "read", 70)
     world.traffic(name, "write", 100)
     world.traffic(name, "write", 0, throttles=3000, minutes=range(1, 3))
-    calls = metric_calls(world)
+    calls = count_queries(world)
     # WHEN a tick runs
     summary, _ = world.tick(**REACTIVE)
     # THEN the second call reads the writes' throttle events alone, and the writes are
@@ -126,7 +114,7 @@ def test_the_periodic_tick_reads_every_dimensions_throttles(world: World) -> Non
     name = world.table("steady", 100, 100)
     world.traffic(name, "read", 70)
     world.traffic(name, "write", 70)
-    calls = metric_calls(world)
+    calls = count_queries(world)
     # WHEN a tick runs
     world.tick(**REACTIVE)
     # THEN a second call reads both dimensions' throttle events
@@ -169,7 +157,7 @@ def test_a_raised_minimum_is_restored_on_the_first_calm_tick_whatever_the_minute
     # WHEN the next tick whose window holds no throttling runs
     later = world.now + timedelta(minutes=46)
     world.traffic(name, "read", 5, minutes=range(-45, -29))
-    calls = metric_calls(world)
+    calls = count_queries(world)
     world.tick(later, SCALER_TABLES=name, SCALER_TAG_KEY="")
     # THEN its throttles are read and the configured minimum restored, whatever the minute
     assert ["ReadThrottleEvents"] in [sorted(c) for c in calls] or every_dimension_read(later, 2)

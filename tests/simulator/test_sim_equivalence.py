@@ -164,7 +164,7 @@ def test_the_simulated_scaler_reads_minutes_without_traffic_as_the_lambda_does(
     sim = SimulatedTable(trace, params, policy.initial(trace, params))
     config = policy.config
     assert config.metric_lag_minutes == lag
-    undelivered, late, reads = set(), 0, set()
+    undelivered, late, throttles_read = set(), 0, set()
     for t in range(-params.warmup_minutes, trace.minutes):
         sim.begin_minute(t)
         if t % policy.tick == 0 and t >= 4:
@@ -189,7 +189,7 @@ def test_the_simulated_scaler_reads_minutes_without_traffic_as_the_lambda_does(
             keys = [(table, index, dim) for index, dim in sim.keys]
             read = fetch(cw, keys, start, end, witness=store, arriving=config.arriving_minutes)
             _witness_read_alike(cw, sim, table, t, keys, config)
-            reads.update(_throttles_read_alike(cw, policy, sim, t, table, store, series))
+            throttles_read.update(_throttles_read_alike(cw, policy, sim, t, table, store, series))
             for index, dim in sim.keys:
                 got, seen = (
                     read[(table, index, dim)],
@@ -220,7 +220,10 @@ def test_the_simulated_scaler_reads_minutes_without_traffic_as_the_lambda_does(
     assert undelivered == ({delay, delay + 1} if delay % 2 == 0 else {delay})
     # under drawn delays, some minute with traffic came after the batch's: read unknown
     assert (late > 0) == (spread > 0)
-    assert reads == {True, False}  # throttles read on some dimensions' ticks, not on others
+    assert throttles_read == {
+        True,
+        False,
+    }  # throttles read on some dimensions' ticks, not on others
 
 
 def _throttles_read_alike(

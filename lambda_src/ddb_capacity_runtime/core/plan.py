@@ -206,14 +206,20 @@ def throttles_due(
 ) -> list[Any]:
     """The keys whose throttle events a tick reads, ``planned`` its first decision on
     consumption alone (throttles taken for 0): each dimension it would lower (capacity or a
-    minimum: a hold's or a raise's end), each near its capacity (`THROTTLE_READ_SHARE`),
-    and, on one tick in `THROTTLE_READ_TICKS` (counted from the epoch), every one."""
+    minimum: a hold's or a raise's end), each whose target's minimum the library holds
+    raised (a raise under it stacks on its throttles), each near its capacity
+    (`THROTTLE_READ_SHARE`), and, on one tick in `THROTTLE_READ_TICKS` (counted from the
+    epoch), every one."""
     every = every_dimension_read(now, tick)
     due = []
     for c, _ in planned:
-        used = max(series[c.dimension.key].consumed, default=0.0)
-        if every or c.new < c.old or used >= THROTTLE_READ_SHARE * c.dimension.provisioned:
-            due.append(c.dimension.key)
+        d = c.dimension
+        used = max(series[d.key].consumed, default=0.0)
+        raised = (d.memory is not None and d.memory.set_to is not None) or (
+            d.target is not None and d.target.min_capacity > d.limits.min_capacity
+        )
+        if every or raised or c.new < c.old or used >= THROTTLE_READ_SHARE * d.provisioned:
+            due.append(d.key)
     return due
 
 
