@@ -57,7 +57,7 @@ table."""
 QUERIES_PER_DIMENSION = 1
 """Metrics every tick reads a dimension: its consumed capacity
 (`ddb_capacity_runtime.aws.metrics.fetch`, without throttles)."""
-DUE_TICKS = 0.125
+DUE_TICKS = 0.19
 """The share of a dimension's ticks, of those that do not read every dimension's throttles,
 that read its throttle events as its first decision would lower it or its consumption
 reached `ddb_capacity_runtime.core.plan.THROTTLE_READ_SHARE` of its capacity
