@@ -114,11 +114,10 @@ from .reads import read_all, read_batch
 from .refusals import refuse_tags
 from .replicas import replicated
 from .shard import Batch
-from .throttle_reads import read_throttles
 from .tick_report import TickSummary as TickSummary
 from .tick_report import log_held, report_table, report_tick, tick_summary
 from .tick_state import TickState as _Tick
-from .witness import log_unwitnessed, planned_table, read_witnesses
+from .witness import log_unwitnessed, planned_table, read_throttles, read_witnesses
 
 T = TypeVar("T")
 DESCRIBE_THREADS = 16
