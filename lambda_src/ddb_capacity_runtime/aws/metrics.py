@@ -183,8 +183,9 @@ def fetch_throttles(
 ) -> dict[Key, Series]:
     """``series`` (`fetch`'s, without throttles) with the throttle events of ``keys`` read, in
     one more call a 500: in each minute known there (one unknown stays so, and one whose
-    value is not trusted becomes so). A key whose query fails or is not trusted keeps its
-    throttles unread (never lowered this tick), its error recorded in ``errors``."""
+    value is not trusted becomes so; all of them where the query is not complete). A key
+    whose call fails keeps its throttles unread (never lowered this tick), its error
+    recorded in ``errors``."""
     planned = queries(keys, ("throttles",))
     reads = _Reads.of(qid for qid, *_ in planned)
     out = dict(series)
@@ -197,10 +198,9 @@ def fetch_throttles(
             errors.update(dict.fromkeys((key for _, key, *_ in chunk), why))
             continue
         for qid, key, *_ in chunk:
-            if not reads.complete.get(qid, False):
-                errors[key] = "GetMetricData, throttle events: not complete"
-                continue
-            out[key] = _with_throttles(series[key], reads.sums[qid], reads.bad[qid])
+            whole = reads.complete.get(qid, False)  # else every minute untrusted, as `fetch`
+            bad = reads.bad[qid] if whole else set(series[key].minute_starts)
+            out[key] = _with_throttles(series[key], reads.sums[qid], bad)
     return out
 
 

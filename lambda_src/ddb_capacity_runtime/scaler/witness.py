@@ -304,6 +304,7 @@ def read_throttles(
             due += [d.key for d in table.dimensions]
             continue
         due += throttles_due(planned, assumed, t.now, t.config.tick_minutes)
+    due = [k for k in due if not all(series[k].unknown or [False])]  # its read failed
     start, end = window(t.now, t.config.history_minutes, t.config.metric_lag_minutes)
     unread: dict[Key, str] = {}  # each such dimension never lowered this tick
     out = dict(series)
