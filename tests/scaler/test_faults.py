@@ -1032,10 +1032,11 @@ def test_a_failing_history_read_keeps_the_plans_and_stops_decreases_unless_throt
     # WHEN the tick runs and every read of the history fails
     summary, events = world.tick(SCALER_MODE="autopilot")
     # THEN the one page of history was asked for once (botocore's retries are the only
-    # ones): the tick's own minutes, the busy table's throttles by cause, the history (and,
-    # where decreases go on, the idle table's delivery witness before it is lowered)
+    # ones): the tick's own minutes, the history, the throttle events of the busy table and
+    # of the idle one about to be lowered, the busy table's throttles by cause (and, where
+    # decreases go on, the idle table's delivery witness before it is lowered)
     throttled = code == "ThrottlingException"
-    assert len(calls) == 1 + 1 + 1 + throttled
+    assert len(calls) == 1 + 1 + 1 + 1 + throttled
     # THEN it survived; the raises on what it knows went ahead, the kept plan among them
     assert world.throughput(busy) == (100, 215)
     assert world.throughput(planned)[1] == 900

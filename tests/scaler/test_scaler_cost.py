@@ -5,6 +5,7 @@ policies that run the scaler, and to no other."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from aws_cdk import Stack
@@ -15,9 +16,11 @@ from constructs_pkg.scaler._scaler import MEMORY_MB as SCALER_MEMORY_MB
 from ddb_capacity_runtime.aws.metrics import queries
 from ddb_capacity_runtime.core.settings import DEFAULT_TICK_MINUTES
 from ddb_capacity_tools import reserve
+from ddb_capacity_tools.simulator import run
 from ddb_capacity_tools.simulator.candidates import MONTH_MINUTES, scaled
 from ddb_capacity_tools.simulator.ensemble import settings_of
 from ddb_capacity_tools.simulator.params import ModelParams
+from ddb_capacity_tools.simulator.policies import ThrottleAware, parse
 from ddb_capacity_tools.simulator.prices import Prices
 from ddb_capacity_tools.simulator.scaler_cost import (
     CHECKS_PER_ALARM,
@@ -27,8 +30,9 @@ from ddb_capacity_tools.simulator.scaler_cost import (
     TICK_MINUTES,
     monthly_fixed_cost,
     monthly_scaler_cost,
+    throttle_reads,
 )
-from ddb_capacity_tools.simulator.scenarios import scenario
+from ddb_capacity_tools.simulator.scenarios import SCENARIOS, scenario
 from ddb_capacity_tools.simulator.tune import tune
 from ddb_capacity_tools.simulator.tune_runs import place, scaler_dollars
 from ddb_capacity_tools.simulator.tune_words import _rows, terms
@@ -74,7 +78,37 @@ def test_the_documented_costs_are_computed() -> None:
 def test_the_cost_assumes_the_scalers_memory_tick_and_reads() -> None:
     assert MEMORY_MB == SCALER_MEMORY_MB
     assert TICK_MINUTES == DEFAULT_TICK_MINUTES
-    assert len(queries([("orders", None, "read")])) == QUERIES_PER_DIMENSION
+    assert len(queries([("orders", None, "read")], ("consumed",))) == QUERIES_PER_DIMENSION
+
+
+def test_the_share_of_ticks_reading_throttles_is_what_the_simulated_scaler_reads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # GIVEN the simulator's scenarios under the scaler's policies, at the default tick (each
+    # run's policy kept: `run.build`'s own, as it made it)
+    made: list[ThrottleAware] = []
+
+    def build(*args: Any, **kwargs: Any) -> Any:
+        policy = real_build(*args, **kwargs)
+        assert isinstance(policy, ThrottleAware)
+        made.append(policy)
+        return policy
+
+    real_build = run.build
+    monkeypatch.setattr(run, "build", build)
+    policies = ("throttle-aware", "autopilot", "autopilot+stock:70", "throttle-aware+stock:70")
+    for name in SCENARIOS:
+        for text in policies:
+            run.run_policy(parse(text), scenario(name), ModelParams(), Prices(), tick=TICK_MINUTES)
+    read = sum(p.throttle_reads[0] for p in made)
+    ticks = sum(p.throttle_reads[1] for p in made)
+    assert len(made) == len(SCENARIOS) * len(policies) and ticks > 0
+    # THEN the throttle events a dimension's tick reads are what the cost charges, within 1 %
+    # of the ticks (the periodic tick's, and the due share of the others')
+    assert read / ticks >= 1 / 4
+    assert read / ticks == pytest.approx(throttle_reads(), abs=0.01)
+    with pytest.raises(ValueError, match=r"due: got 1.5; the share of ticks must be from 0 to 1"):
+        monthly_scaler_cost(2, due=1.5)
 
 
 def test_the_alarms_charged_are_the_share_of_an_alarm_a_managed_tables_checks_take() -> None:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from ddb_capacity_runtime.core.names import resource_id, scalable_dimension
+from ddb_capacity_runtime.core.plan import every_dimension_read
 from tests.support.moto_world import World
 
 
@@ -209,8 +210,8 @@ def test_a_missing_explicit_table_is_a_failure_and_the_others_go_on(world: World
 
 
 def test_metrics_are_fetched_in_batches_of_500(world: World) -> None:
-    # GIVEN 130 tables (260 dimensions, 520 metric queries)
-    names = [world.table(f"many{i}", 5, 5) for i in range(130)]
+    # GIVEN 130 tables with a GSI each (520 dimensions, 520 consumed-capacity queries)
+    names = [world.table(f"many{i}", 5, 5, gsi=(5, 5)) for i in range(130)]
     assert world.store.table("nothing") == []  # the hold store exists before counting
     calls: dict[str, int] = {}
 
@@ -226,11 +227,15 @@ def test_metrics_are_fetched_in_batches_of_500(world: World) -> None:
     ):
         client.meta.events.register("before-call.*.*", count)
     # WHEN a tick runs that is no table's forecast tick (which reads history besides)
-    # (tables forecast in 5-minute slots with 2-minute ticks: none at minute 33)
-    summary, _ = world.tick(world.now.replace(minute=33) - timedelta(hours=1))
-    # THEN two GetMetricData calls serve them all; DescribeTable is one per table; tag
-    # discovery pages 100 tables at a time
-    assert summary["dimensions"] == 2 * len(names)
+    # (tables forecast in 5-minute slots with 2-minute ticks: none at minute 33), nor one
+    # that reads every dimension's throttles by the clock (at minute 33: of an even hour)
+    at = world.now.replace(minute=33) - timedelta(hours=1)
+    at -= timedelta(hours=1) if every_dimension_read(at, 2) else timedelta(0)
+    summary, _ = world.tick(at)
+    # THEN two GetMetricData calls serve them all (none near its capacity nor lowered: no
+    # throttles read); DescribeTable is one per table; tag discovery pages 100 tables at a
+    # time
+    assert summary["dimensions"] == 4 * len(names)
     assert calls["GetMetricData"] == 2
     assert calls["DescribeTable"] == len(names)
     assert calls["GetResources"] == 2

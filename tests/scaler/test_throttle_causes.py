@@ -16,7 +16,7 @@ from botocore.exceptions import ClientError
 from ddb_capacity_runtime.aws import metrics
 from ddb_capacity_runtime.core.series import MINUTE, Series
 from tests.support.moto_world import LAG, World
-from tests.support.throttle_causes import hot_key_and_idle
+from tests.support.throttle_causes import count_queries, hot_key_and_idle
 from tests.support.throttle_causes import world as world  # noqa: F401 (fixture)
 
 
@@ -29,19 +29,6 @@ def events(lines: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
     return [e for e in lines if e.get("event") == name]
 
 
-def count_queries(world: World) -> list[list[str]]:
-    """The metric names of each GetMetricData call the tick makes (filled as it runs)."""
-    calls: list[list[str]] = []
-
-    def record(params: dict[str, Any], **_: Any) -> None:
-        calls.append([q["MetricStat"]["Metric"]["MetricName"] for q in params["MetricDataQueries"]])
-
-    world.clients.cloudwatch.meta.events.register(
-        "provide-client-params.cloudwatch.GetMetricData", record
-    )
-    return calls
-
-
 def a_tick_off_the_forecast(world: World) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """A tick in the reactive mode, which reads no history: only the window's metrics are
     read."""
@@ -52,7 +39,9 @@ def test_only_provisioned_throughput_throttles_raise_and_only_the_hot_table_alar
     world: World,
 ) -> None:
     # GIVEN a table whose writes are throttled by a hot key (every event key-range), one
-    # throttled because its capacity is short, one with both causes, and a calm one
+    # throttled because its capacity is short, one with both causes, and a calm one (at a
+    # tick that reads no throttles by the clock)
+    world.off_the_periodic_read()
     hot = world.table("hot", 100, 100)
     short = world.table("short", 100, 100)
     mixed = world.table("mixed", 100, 100)
@@ -98,13 +87,18 @@ def test_only_provisioned_throughput_throttles_raise_and_only_the_hot_table_alar
     hot_keys = {(e["table"], e["dimension"]): e for e in events(lines, "hot-key")}
     assert set(hot_keys) == {(hot, "write"), (mixed, "write")}
     assert "Contributor Insights" in hot_keys[(hot, "write")]["consequence"]
-    # AND the throttled dimensions' causes are read in one more call, for them alone
-    # (and the calm table's decrease, which rests on the window's oldest minutes, without a
-    # datapoint, in one more: its delivery witness, for its write alone)
-    assert len(calls) == 3
-    assert calls[2] == ["ProvisionedWriteCapacityUnits"]
-    cause_names = set(calls[1])
-    assert len(calls[1]) == 3 * len(metrics.CAUSES)
+    # AND the throttle events are read after the consumption, in a second call, of the
+    # writes (near their capacity, or about to be lowered on consumption alone; the reads,
+    # at their aim, are neither); the
+    # throttled dimensions' causes in one more, for them alone (and the calm table's
+    # decrease, which rests on the window's oldest minutes, without a datapoint, in one
+    # more: its delivery witness, for its write alone)
+    assert len(calls) == 4
+    assert all(m.startswith("Consumed") for m in calls[0])
+    assert calls[1] == ["WriteThrottleEvents"] * 4
+    assert calls[3] == ["ProvisionedWriteCapacityUnits"]
+    cause_names = set(calls[2])
+    assert len(calls[2]) == 3 * len(metrics.CAUSES)
     assert cause_names == {f"Write{c}ThrottleEvents" for c in metrics.CAUSES}
     assert events(lines, "throttle-causes-unknown") == []
 

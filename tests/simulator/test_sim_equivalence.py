@@ -25,14 +25,14 @@ from typing import Any
 
 import pytest
 
-from ddb_capacity_runtime.aws.metrics import fetch, fetch_witness
+from ddb_capacity_runtime.aws.metrics import fetch, fetch_throttles, fetch_witness
 from ddb_capacity_runtime.core.delivery import (
     WITNESS_PERIOD_MINUTES,
     Verdict,
     decided_from,
     verdict,
 )
-from ddb_capacity_runtime.core.plan import Change
+from ddb_capacity_runtime.core.plan import Change, plan_table
 from ddb_capacity_runtime.core.policy import Decision, DimensionState
 from ddb_capacity_runtime.core.series import MINUTE, Series, window
 from ddb_capacity_runtime.core.settings import ScalerConfig
@@ -164,7 +164,7 @@ def test_the_simulated_scaler_reads_minutes_without_traffic_as_the_lambda_does(
     sim = SimulatedTable(trace, params, policy.initial(trace, params))
     config = policy.config
     assert config.metric_lag_minutes == lag
-    undelivered, late = set(), 0
+    undelivered, late, throttles_read = set(), 0, set()
     for t in range(-params.warmup_minutes, trace.minutes):
         sim.begin_minute(t)
         if t % policy.tick == 0 and t >= 4:
@@ -189,6 +189,7 @@ def test_the_simulated_scaler_reads_minutes_without_traffic_as_the_lambda_does(
             keys = [(table, index, dim) for index, dim in sim.keys]
             read = fetch(cw, keys, start, end, witness=store, arriving=config.arriving_minutes)
             _witness_read_alike(cw, sim, table, t, keys, config)
+            throttles_read.update(_throttles_read_alike(cw, policy, sim, t, table, store, series))
             for index, dim in sim.keys:
                 got, seen = (
                     read[(table, index, dim)],
@@ -219,6 +220,45 @@ def test_the_simulated_scaler_reads_minutes_without_traffic_as_the_lambda_does(
     assert undelivered == ({delay, delay + 1} if delay % 2 == 0 else {delay})
     # under drawn delays, some minute with traffic came after the batch's: read unknown
     assert (late > 0) == (spread > 0)
+    assert throttles_read == {
+        True,
+        False,
+    }  # throttles read on some dimensions' ticks, not on others
+
+
+def _throttles_read_alike(
+    cw: Any,
+    policy: policies.ThrottleAware,
+    sim: SimulatedTable,
+    t: int,
+    table: str,
+    store: str,
+    series: dict[Any, Series],
+) -> list[bool]:
+    """The throttle events the simulated scaler reads at ``t`` after its first decision, on
+    consumption alone (`ThrottleAware._read_throttles`), are the Lambda's: its consumed
+    capacity read alone, then the throttle events of the dimensions due
+    (`metrics.fetch_throttles`); the others' read 0, not read."""
+    config, now = policy.config, sim.time(t)
+    described, _ = policy._describe(sim, t)
+    first = plan_table(described, policy._assumed(series), config, now)
+    mine = policy._read_throttles(series, first, now)
+    start, end = window(now, config.history_minutes, config.metric_lag_minutes)
+    keys = [(table, index, dim) for index, dim in sim.keys]
+    alone = fetch(
+        cw, keys, start, end, witness=store, arriving=config.arriving_minutes, throttles=False
+    )
+    due = [(table, k[1], k[2]) for k, s in mine.items() if s.throttles_read]
+    errors: dict[Any, str] = {}
+    read = fetch_throttles(cw, alone, due, start, end, errors=errors)
+    assert errors == {}
+    for index, dim in sim.keys:
+        got, seen = read[(table, index, dim)], mine[(policies.SIMULATED_TABLE, index, dim)]
+        listed = len(seen.minute_starts)
+        assert got.throttles_read == seen.throttles_read
+        assert got.throttles[:listed] == pytest.approx(seen.throttles)
+        assert got.consumed[:listed] == pytest.approx(seen.consumed)
+    return [s.throttles_read for s in mine.values()]
 
 
 def _witness_read_alike(

@@ -19,6 +19,7 @@ from ddb_capacity_runtime.core.names import (
     scalable_dimension,
     scope_label,
 )
+from ddb_capacity_runtime.core.plan import every_dimension_read
 from ddb_capacity_runtime.core.settings import ScalerConfig
 from ddb_capacity_runtime.scaler.tick import run_tick
 from ddb_capacity_tools.local_aws import (
@@ -229,6 +230,13 @@ class World:
             except self.aas.exceptions.ObjectNotFoundException:
                 pass
         self.targets = []
+
+    def off_the_periodic_read(self, tick_minutes: int = 2) -> None:
+        """Move now back, a tick at a time, to a tick that reads no dimension's throttle
+        events by the clock (`every_dimension_read`); before any traffic is written (it
+        ends at now)."""
+        while every_dimension_read(self.now, tick_minutes):
+            self.now -= timedelta(minutes=tick_minutes)
 
     def tick(
         self, now: datetime | None = None, deadline: float | None = None, /, **env: str

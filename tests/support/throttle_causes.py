@@ -27,3 +27,17 @@ def hot_key_and_idle(world: World) -> tuple[str, str]:
         hot, "write", 0, throttles=3000, minutes=range(1, 3), causes={"KeyRangeThroughput": 3000}
     )
     return hot, idle
+
+
+def count_queries(world: World) -> list[list[str]]:
+    """The metric names of each GetMetricData call the world's ticks make (filled as they
+    run), by a boto3 event hook on the tick's own CloudWatch client."""
+    calls: list[list[str]] = []
+
+    def record(params: dict[str, Any], **_: Any) -> None:
+        calls.append([q["MetricStat"]["Metric"]["MetricName"] for q in params["MetricDataQueries"]])
+
+    world.clients.cloudwatch.meta.events.register(
+        "provide-client-params.cloudwatch.GetMetricData", record
+    )
+    return calls

@@ -47,15 +47,16 @@ def _query(qid: str, key: Key, name: str, period: int, stat: str = "Sum") -> dic
     }
 
 
-def queries(keys: Iterable[Key]) -> list[tuple[str, Key, str, dict[str, Any]]]:
-    """(query id, key, kind, query) for each dimension: a consumed and a throttle metric."""
+def queries(
+    keys: Iterable[Key], kinds: tuple[str, ...] = ("consumed", "throttles")
+) -> list[tuple[str, Key, str, dict[str, Any]]]:
+    """(query id, key, kind, query) for each dimension and each of ``kinds``: its consumed
+    capacity, its throttle events."""
     out = []
     for i, key in enumerate(keys):
         dim = key[2].capitalize()
-        for kind, name in (
-            ("consumed", f"Consumed{dim}CapacityUnits"),
-            ("throttles", f"{dim}ThrottleEvents"),
-        ):
+        for kind in kinds:
+            name = f"Consumed{dim}CapacityUnits" if kind == "consumed" else f"{dim}ThrottleEvents"
             qid = f"{kind[0]}{i}"
             out.append((qid, key, kind, _query(qid, key, name, 60)))
     return out
@@ -72,6 +73,7 @@ def fetch(
     witness: str | None = None,
     arriving: int = 0,
     delivered: bool = False,
+    throttles: bool = True,
 ) -> dict[Key, Series]:
     """Every key's series over [start, end), zero-filled per minute, with what is unknown.
 
@@ -97,9 +99,8 @@ def fetch(
     Each GetMetricData call is retried by botocore (the client's retry mode). With
     ``errors`` given, a batch that still fails leaves its keys wholly unknown and its error
     appended (to ``throttled`` instead, when given and the call was throttled); without, it
-    raises.
-    """
-    planned = queries(keys)
+    raises. ``throttles`` False: consumption alone (`fetch_throttles` reads the rest)."""
+    planned = queries(keys, ("consumed", "throttles") if throttles else ("consumed",))
     minutes = int((end - start) / MINUTE)
     starts = [start + i * MINUTE for i in range(minutes)]
     reads = _Reads.of([*(qid for qid, *_ in planned), WITNESS_ID])
@@ -137,7 +138,7 @@ def _by_key(
         by_key.setdefault(key, {})[kind] = qid
     out = {}
     for key, kinds in by_key.items():
-        pair = (kinds["consumed"], kinds["throttles"])
+        pair = tuple(kinds.values())
         if any(q in failed for q in pair):
             out[key] = Series.all_unknown(starts)
         else:
@@ -147,24 +148,60 @@ def _by_key(
 
 def _series(
     reads: _Reads,
-    pair: tuple[str, str],
+    pair: tuple[str, ...],
     last: datetime | None,
     starts: list[datetime],
     arriving_from: int,
 ) -> Series:
     """One key's series from its consumed and throttle queries (``pair``), ``last`` the
     newest known minute of their batch; from the minute at ``arriving_from`` (an index of
-    ``starts``) on, a minute without a datapoint of either query is unknown (`fetch`)."""
+    ``starts``) on, a minute without a datapoint of either query is unknown (`fetch`).
+    Without a throttle query, its throttles are not read."""
     whole = all(reads.complete.get(q, False) for q in pair)
     untrusted = [not whole or any(m in reads.bad[q] for q in pair) for m in starts]
     unknown = [u or last is None or m > last for m, u in zip(starts, untrusted, strict=True)]
-    sums, events = reads.sums[pair[0]], reads.sums[pair[1]]
+    sums, events = reads.sums[pair[0]], reads.sums[pair[-1]] if pair[1:] else {}
     for i in range(max(arriving_from, 0), len(starts)):  # the newest minutes only
         if not unknown[i] and starts[i] not in sums and starts[i] not in events:
             unknown[i] = True  # no datapoint of its own yet: late, or idle
     consumed = [0.0 if u else sums.get(m, 0.0) / 60 for m, u in zip(starts, unknown, strict=True)]
     throttles = [0.0 if u else events.get(m, 0.0) for m, u in zip(starts, unknown, strict=True)]
-    return Series(list(starts), consumed, throttles, unknown, untrusted=sum(untrusted))
+    read = len(pair) > 1
+    return Series(
+        list(starts), consumed, throttles, unknown, untrusted=sum(untrusted), throttles_read=read
+    )
+
+
+def fetch_throttles(
+    cloudwatch: CloudWatchClient,
+    series: Mapping[Key, Series],
+    keys: list[Key],
+    start: datetime,
+    end: datetime,
+    *,
+    errors: dict[Key, str],
+) -> dict[Key, Series]:
+    """``series`` (`fetch`'s, without throttles) with the throttle events of ``keys`` read, in
+    one more call a 500: in each minute known there (one unknown stays so, and one whose
+    value is not trusted becomes so; all of them where the query is not complete). A key
+    whose call fails keeps its throttles unread (never lowered this tick), its error
+    recorded in ``errors``."""
+    planned = queries(keys, ("throttles",))
+    reads = _Reads.of(qid for qid, *_ in planned)
+    out = dict(series)
+    for offset in range(0, len(planned), MAX_QUERIES_PER_CALL):
+        chunk = planned[offset : offset + MAX_QUERIES_PER_CALL]
+        try:
+            _fetch_batch(cloudwatch, [q for *_, q in chunk], start, end, reads)
+        except Exception as exc:
+            why = f"GetMetricData, throttle events ({len(chunk)} queries): {describe_error(exc)}"
+            errors.update(dict.fromkeys((key for _, key, *_ in chunk), why))
+            continue
+        for qid, key, *_ in chunk:
+            whole = reads.complete.get(qid, False)  # else every minute untrusted, as `fetch`
+            bad = reads.bad[qid] if whole else set(series[key].minute_starts)
+            out[key] = _with_throttles(series[key], reads.sums[qid], bad)
+    return out
 
 
 @dataclass
@@ -376,6 +413,22 @@ def fetch_causes(
             errors[key] = failed.get(broken[0], "throttles by cause: not complete")
         out[key] = _with_causes(series[key], reads, None if broken else qids)
     return out
+
+
+def _with_throttles(s: Series, events: dict[datetime, float], bad: set[datetime]) -> Series:
+    """``s`` with its throttle ``events`` read, none in a minute unknown or in ``bad``."""
+    was = s.unknown or [False] * len(s.minute_starts)
+    unknown = [u or m in bad for m, u in zip(s.minute_starts, was, strict=True)]
+    starts = zip(s.minute_starts, unknown, strict=True)
+    throttles = [0.0 if u else events.get(m, 0.0) for m, u in starts]
+    more = sum(unknown) - sum(was)
+    return replace(
+        s,
+        throttles=throttles,
+        unknown=unknown if more or s.unknown else [],
+        untrusted=s.untrusted + more,
+        throttles_read=True,
+    )
 
 
 def _with_causes(s: Series, reads: _Reads, qids: list[str] | None) -> Series:

@@ -72,6 +72,7 @@ def delivered(series: Series, lag_minutes: int = 0) -> tuple[Series, int]:
         series.unfixable[:n],
         series.key_range[:n],
         series.causes_unknown,
+        throttles_read=series.throttles_read,
     )
     return trimmed, stopped
 
@@ -180,7 +181,46 @@ def dimension_state(
         d.least_fall,
         unfixable,
         fresh if fresh > 0 else 0,
+        s.throttles_read,
     )
+
+
+THROTTLE_READ_SHARE = 0.85
+"""A dimension whose consumption in the window reached this share of its capacity has its
+throttle events read (docs: Scaler, "Costs")."""
+THROTTLE_READ_TICKS = 4
+"""... as has every dimension on one tick in this many: throttles at low use (a hot key)."""
+
+
+def every_dimension_read(now: datetime, tick: int) -> bool:
+    """Whether a tick at ``now``, one every ``tick`` minutes, reads every dimension's
+    throttles: one in `THROTTLE_READ_TICKS`, counted from the epoch."""
+    return int(now.timestamp()) // 60 // tick % THROTTLE_READ_TICKS == 0
+
+
+def throttles_due(
+    planned: Iterable[tuple[Change, Decision]],
+    series: Mapping[Any, Series],
+    now: datetime,
+    tick: int,
+) -> list[Any]:
+    """The keys whose throttle events a tick reads, ``planned`` its first decision on
+    consumption alone (throttles taken for 0): each dimension it would lower (capacity or a
+    minimum: a hold's or a raise's end), each whose target's minimum the library holds
+    raised (a raise under it stacks on its throttles), each near its capacity
+    (`THROTTLE_READ_SHARE`), and, on one tick in `THROTTLE_READ_TICKS` (counted from the
+    epoch), every one."""
+    every = every_dimension_read(now, tick)
+    due = []
+    for c, _ in planned:
+        d = c.dimension
+        used = max(series[d.key].consumed, default=0.0)
+        raised = (d.memory is not None and d.memory.set_to is not None) or (
+            d.target is not None and d.target.min_capacity > d.limits.min_capacity
+        )
+        if every or raised or c.new < c.old or used >= THROTTLE_READ_SHARE * d.provisioned:
+            due.append(d.key)
+    return due
 
 
 def _change(d: Dimension, old: int, decision: Decision, via: Via) -> Change:

@@ -152,6 +152,7 @@ class DimensionState:
     # the newest minutes of the window that CloudWatch may not have finished (the metric
     # lag's): a raise reads them, a decrease does not (a partial minute would read low)
     fresh: int = 0
+    throttles_read: bool = True  # False: throttles not read this tick (never lowered)
 
 
 @direct_init
@@ -266,6 +267,8 @@ def decide(
     view = _View(state, config, tracked)
     for rule in RULES:
         decision = rule(view)
+        if decision is not None and decision.action == DECREASE and not state.throttles_read:
+            return view.decision(view.provisioned, "no decrease: throttles not read this tick")
         if decision is not None:
             return decision
     return view.decision(view.provisioned, "within target")
@@ -427,7 +430,7 @@ def _bucket_lasts(v: _View, peak: float) -> bool:
     if it lasts. Load above the aim but within the capacity drains nothing, and is raised
     for as before (the headroom the target leaves); the autopilot alone, whose raises are
     the only ones, raises as before too."""
-    if v.state.unknown_minutes or v.seen > 0:
+    if v.state.unknown_minutes or v.seen > 0 or not v.state.throttles_read:
         return False
     estimate: Bucket | None = None
     for i, used in enumerate(v.consumed):
@@ -437,7 +440,7 @@ def _bucket_lasts(v: _View, peak: float) -> bool:
 
 def _no_evidence(v: _View) -> Decision | None:
     """Only decreases remain, and only on evidence: none while minutes are unknown or a
-    call the tick shares failed."""
+    call the tick shares failed (nor, in `decide`, without the throttles read)."""
     state = v.state
     if not state.unknown_minutes and state.decreases_allowed:
         return None
@@ -560,6 +563,7 @@ def _calm(state: DimensionState, config: PolicyConfig, d: Decision) -> bool:
         throttled == 0
         and state.unknown_minutes == 0
         and state.decreases_allowed
+        and state.throttles_read
         and (since is None or utc(state.now) - since >= config.hysteresis)
     )
 

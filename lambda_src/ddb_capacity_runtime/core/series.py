@@ -55,6 +55,10 @@ class Series:
     status other than ``Complete``, a NaN, negative or infinite value, a minute given
     twice) or whose query failed, as against those it had not delivered: what was served
     in them may have been anything.
+
+    ``throttles_read`` False: the tick read the dimension's consumption alone
+    (`core.plan.throttles_due`), so its throttles read 0 but are not known, and it is not
+    lowered.
     """
 
     minute_starts: list[datetime]
@@ -66,6 +70,7 @@ class Series:
     causes_unknown: int = 0
     undelivered: int = 0
     untrusted: int = 0
+    throttles_read: bool = True
 
     @property
     def unknown_minutes(self) -> int:

@@ -117,7 +117,7 @@ from .shard import Batch
 from .tick_report import TickSummary as TickSummary
 from .tick_report import log_held, report_table, report_tick, tick_summary
 from .tick_state import TickState as _Tick
-from .witness import log_unwitnessed, planned_table, read_witnesses
+from .witness import log_unwitnessed, planned_table, read_throttles, read_witnesses
 
 T = TypeVar("T")
 DESCRIBE_THREADS = 16
@@ -187,6 +187,7 @@ def tick(
         tables = _refuse_tags(t, tables, series)
         fresh = new_plans(t, tables)
         t.set_floor(tables, batch.reserved if batch else None)
+        series = read_throttles(t, tables, series, fresh)
         read_witnesses(t, tables, series, fresh)
         for event, failures, consequence in (
             ("shared-call-failed", t.shared_failures, "no decrease anywhere this tick"),
@@ -226,17 +227,20 @@ def _control_plane(clients: Clients) -> list[Any]:
 
 
 def _measure(t: _Tick, tables: list[ManagedTable]) -> dict[Key, Series]:
-    """Every dimension's series over the tick's window (GetMetricData); a batch that fails
-    is a shared failure, and its dimensions' minutes unknown. The state store, which every
-    tick reads, witnesses the minutes CloudWatch has delivered (`metrics.fetch`): idle
-    tables alone are idle, not unknown; but for its newest minutes, whose datapoints may
-    still be arriving (`ScalerConfig.arriving_minutes`): a dimension's minute among them is
+    """Every dimension's series over the tick's window (GetMetricData): its consumption
+    alone (its throttles read where due: `read_throttles`), but a global table's whole; a
+    batch that fails is a shared failure, and its dimensions' minutes unknown. The state
+    store, which every tick reads, witnesses the minutes CloudWatch has delivered
+    (`metrics.fetch`): idle tables alone are idle, not unknown; but for its newest minutes,
+    whose datapoints may still be arriving (`ScalerConfig.arriving_minutes`): a dimension's
+    minute among them is
     known only with a datapoint of its own."""
     start, end = window(t.now, t.config.history_minutes, t.config.metric_lag_minutes)
     keys = [d.key for table in tables for d in table.dimensions]
     if not keys:
         return {}
     errors: list[str] = []
+    whole = bool(t.config.replicas)  # a global table's throttles add its replicas'
     series = metrics.fetch(
         t.clients.cloudwatch,
         keys,
@@ -246,8 +250,11 @@ def _measure(t: _Tick, tables: list[ManagedTable]) -> dict[Key, Series]:
         throttled=t.throttled,
         witness=t.store.name,
         arriving=t.config.arriving_minutes,
+        throttles=whole,
     )
     t.shared_failures += errors
+    if not whole:  # its throttles read where due (`read_throttles`)
+        return series
     by_cause: dict[Key, str] = {}
     series = metrics.fetch_causes(
         t.clients.cloudwatch,
@@ -258,11 +265,9 @@ def _measure(t: _Tick, tables: list[ManagedTable]) -> dict[Key, Series]:
     )
     for key, error in by_cause.items():  # its throttles are all taken for fixable
         t.fail(key[0], f"{key[1] or 'table'} {key[2]}: {error}")
-    if t.config.replicas:  # a global table's writes, as every replica's scaler reads them
-        series = replicated(
-            t.config, t.clients, tables, series, (start, end), t.fail, t.deadline, t.replica_idle
-        )
-    return series
+    return replicated(  # a global table's writes, as every replica's scaler reads them
+        t.config, t.clients, tables, series, (start, end), t.fail, t.deadline, t.replica_idle
+    )
 
 
 def _refuse_tags(

@@ -6,13 +6,16 @@ replicas (their writes are decided on too), for the dimensions the tick is about
 on minutes read as idle (`read_witnesses`; a global table's writes, also on minutes read as
 idle in one replica's own series: `TickState.replica_idle`), and since when each one not
 recent has been found so (`keep_missing`); each table's decreases held for want of it
-(`planned_table`), and logged (`log_unwitnessed`).
+(`planned_table`), and logged (`log_unwitnessed`). Before them, the throttle events of the
+dimensions a tick needs them of, after a first decision on consumption alone
+(`read_throttles`).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime
 
 from ..aws import metrics
@@ -34,9 +37,9 @@ from ..core.delivery import (
 )
 from ..core.floorplan import FloorPlan
 from ..core.outcomes import Status, change_row
-from ..core.plan import Change, Held, floor_planned, plan_table
+from ..core.plan import Change, Held, floor_planned, plan_table, throttles_due
 from ..core.policy import Decision
-from ..core.series import MINUTE, Key, Series
+from ..core.series import MINUTE, Key, Series, window
 from ..core.tables import ManagedTable
 from ..events import log_event
 from .plans import with_plans_in_force
@@ -273,3 +276,42 @@ def log_unwitnessed(t: TickState, table: ManagedTable, stalled: list[Change]) ->
             "delay, not idle; counted as MetricsStalled",
         )
     return counted
+
+
+def read_throttles(
+    t: TickState,
+    tables: list[ManagedTable],
+    series: Mapping[Key, Series],
+    fresh: Mapping[Key, FloorPlan | None],
+) -> dict[Key, Series]:
+    """``series`` (consumption alone) with the throttle events of the dimensions due read,
+    and their causes where throttled (`metrics.fetch_causes`). A tick decides on
+    consumption alone (throttles taken for 0), then reads, in a second GetMetricData call,
+    the throttle events of the dimensions where they may matter (`core.plan.throttles_due`),
+    and decides again with them known. A dimension whose throttles were not read is never
+    lowered (`Series.throttles_read`); one whose read failed is a failure of its table. A
+    global table's are read whole by `metrics.fetch` already (its replicas' throttles add to
+    its own)."""
+    if t.config.replicas or not series:
+        return dict(series)
+    assumed = {k: replace(s, throttles_read=True) for k, s in series.items()}
+    due: list[Key] = []
+    for table in tables:
+        try:
+            decided = with_plans_in_force(t.config, table, fresh, t.now)
+            planned = plan_table(decided, assumed, t.config, t.now, floor=t.floor)
+        except Exception:  # the table fails when it is decided; its throttles are read
+            due += [d.key for d in table.dimensions]
+            continue
+        due += throttles_due(planned, assumed, t.now, t.config.tick_minutes)
+    due = [k for k in due if not all(series[k].unknown or [False])]  # its read failed
+    start, end = window(t.now, t.config.history_minutes, t.config.metric_lag_minutes)
+    unread: dict[Key, str] = {}  # each such dimension never lowered this tick
+    out = dict(series)
+    if due:
+        out = metrics.fetch_throttles(t.clients.cloudwatch, out, due, start, end, errors=unread)
+    by_cause: dict[Key, str] = {}
+    out = metrics.fetch_causes(t.clients.cloudwatch, out, start, end, errors=by_cause)
+    for key, error in (unread | by_cause).items():  # unread, or its throttles all fixable
+        t.fail(key[0], f"{key[1] or 'table'} {key[2]}: {error}")
+    return out

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Protocol
 
+from ddb_capacity_runtime.core import plan as core_plan
 from ddb_capacity_runtime.core import settings
 from ddb_capacity_runtime.core.delivery import (
     WITNESS_PERIOD_MINUTES,
@@ -49,6 +50,7 @@ from ddb_capacity_runtime.core.plan import (
     floor_planned,
     plan_table,
     reservation_floor,
+    throttles_due,
 )
 from ddb_capacity_runtime.core.policy import HOLD, Decision, PolicyConfig
 from ddb_capacity_runtime.core.series import Key as SeriesKey
@@ -289,6 +291,8 @@ class ThrottleAware:
         """The delivery verdict per phase of a tick's time (`delivered`)."""
         # what a tick reads: its window and the newest minutes (the metric lag's)
         self._history_minutes = self.config.history_minutes + self.config.metric_lag_minutes
+        self.throttle_reads = [0, 0]
+        """The dimensions' reads of throttle events, of the dimensions' ticks."""
 
     def _init_forecasts(self) -> None:
         """What the autopilot's forecasts keep from tick to tick."""
@@ -412,11 +416,38 @@ class ThrottleAware:
         def plan(read: Mapping[SeriesKey, Series]) -> list[tuple[Change, Decision]]:
             return plan_table(table, read, self.config, now, floor=floor)  # this module's name
 
+        # the first decision, on consumption alone, only picks the throttles read (as the
+        # Lambda's `read_throttles`); the one made with them is the tick's
+        first = core_plan.plan_table(table, self._assumed(series), self.config, now, floor=floor)
+        series = self._read_throttles(series, first, now)
         # as the Lambda's tick: idle minutes lower nothing unwitnessed, then the floor
         planned, _ = hold_unwitnessed(plan, series, lambda _: delivered)
         if floor is not None:
             planned, _ = floor_planned(planned, floor)
         self._carry_out(sim, t, planned)
+
+    @staticmethod
+    def _assumed(series: Mapping[SeriesKey, Series]) -> dict[SeriesKey, Series]:
+        """What the Lambda's first decision reads: consumption, throttles taken for 0."""
+        return {
+            k: replace(s, throttles=[0.0] * len(s.throttles), unfixable=[], key_range=[])
+            for k, s in series.items()
+        }
+
+    def _read_throttles(
+        self,
+        series: Mapping[SeriesKey, Series],
+        first: list[tuple[Change, Decision]],
+        now: datetime,
+    ) -> dict[SeriesKey, Series]:
+        """``series`` with the throttles read of the dimensions the Lambda reads them of
+        after its ``first`` decision (`throttles_due`, counted in ``throttle_reads``); the
+        others' read 0, not read (never lowered)."""
+        due = set(throttles_due(first, series, now, self.tick))
+        self.throttle_reads[0] += len(due)
+        self.throttle_reads[1] += len(series)
+        unread = self._assumed({k: s for k, s in series.items() if k not in due})
+        return {**series, **{k: replace(s, throttles_read=False) for k, s in unread.items()}}
 
     def delivered(self, sim: SimulatedTable, t: int, now: datetime) -> bool:
         """`delivered_now`, kept per phase of ``now`` in the witness period (its minute

@@ -8,9 +8,11 @@ tiers), with the construct's defaults (a tick every 2 minutes, its alarms on):
   count is a metric only in the hours it is not 0, and its levels, ``DecreasesLeft`` and
   ``ForecastsOn``, are fields of the log line only; the hours with something to count are
   not counted);
-- its GetMetricData reads: `QUERIES_PER_DIMENSION` metrics a dimension a tick (consumed
-  capacity and throttle events; the throttles by cause, read only while a dimension is
-  throttled, are not counted), and, in autopilot, the
+- its GetMetricData reads: `QUERIES_PER_DIMENSION` metric a dimension a tick (consumed
+  capacity), its throttle events on the ticks that read them (`throttle_reads`: one tick in
+  `ddb_capacity_runtime.core.plan.THROTTLE_READ_TICKS`, and of the others those about to
+  lower it or near its capacity, `DUE_TICKS` of them assumed; the throttles by cause, read
+  only while a dimension is throttled, are not counted), and, in autopilot, the
   history, `HISTORY_QUERIES_PER_HOUR` a dimension an hour (a dimension's delivery witness,
   read only at a tick about to lower it on minutes without a datapoint, is not counted);
 - its checks on the table, ``SustainedThrottling`` on each dimension and ``HotKey`` on the
@@ -35,12 +37,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ddb_capacity_runtime.core.plan import THROTTLE_READ_TICKS
 from ddb_capacity_runtime.core.settings import DEFAULT_TICK_MINUTES
 
 from .candidates import MONTH_HOURS
 from .prices import Prices
 
-__all__ = ["ScalerCost", "monthly_fixed_cost", "monthly_scaler_cost"]
+__all__ = ["ScalerCost", "monthly_fixed_cost", "monthly_scaler_cost", "throttle_reads"]
 
 TABLE_METRICS = 0
 """The custom metrics a steady managed table's record makes in a tick: none. Its counts
@@ -51,8 +54,15 @@ DEPLOYMENT_METRICS = 0
 """The custom metrics a steady scaler's deployment (dimension ``StateStore``) has in a tick:
 none (its counts only while not 0; ``TablesManaged`` a field of the log line). Charged to no
 table."""
-QUERIES_PER_DIMENSION = 2
-"""Metrics a tick reads a dimension (`ddb_capacity_runtime.aws.metrics.queries`)."""
+QUERIES_PER_DIMENSION = 1
+"""Metrics every tick reads a dimension: its consumed capacity
+(`ddb_capacity_runtime.aws.metrics.fetch`, without throttles)."""
+DUE_TICKS = 0.19
+"""The share of a dimension's ticks, of those that do not read every dimension's throttles,
+that read its throttle events as its first decision would lower it or its consumption
+reached `ddb_capacity_runtime.core.plan.THROTTLE_READ_SHARE` of its capacity
+(`ddb_capacity_runtime.core.plan.throttles_due`): measured by the simulator's scenarios
+under its four scaler policies at a 2-minute tick (docs: Scaler, "Costs")."""
 WITNESS_QUERIES = 1
 """Metrics a tick reads besides its dimensions': the state store's consumed reads
 (`ddb_capacity_runtime.aws.metrics.fetch`'s witness), once a scaler (`monthly_fixed_cost`)."""
@@ -72,6 +82,15 @@ MEMORY_MB = 256
 """The scaler's memory (``constructs_pkg.scaler._scaler.MEMORY_MB``)."""
 TICK_MINUTES = DEFAULT_TICK_MINUTES
 """The construct's default tick."""
+
+
+def throttle_reads(due: float = DUE_TICKS) -> float:
+    """A dimension's throttle-event reads a tick: one tick in `THROTTLE_READ_TICKS`, and
+    ``due`` of the others (`ddb_capacity_runtime.core.plan.throttles_due`)."""
+    if not 0 <= due <= 1:
+        raise ValueError(f"due: got {due!r}; the share of ticks must be from 0 to 1")
+    every = 1 / THROTTLE_READ_TICKS
+    return every + (1 - every) * due
 
 
 @dataclass(frozen=True)
@@ -96,10 +115,13 @@ def monthly_scaler_cost(
     tick_minutes: int = TICK_MINUTES,
     prices: Prices | None = None,
     table: bool = True,
+    due: float = DUE_TICKS,
 ) -> ScalerCost:
     """The scaler's dollars a month on one table of ``dimensions`` dimensions, in autopilot
     (the default mode) or reactive mode, ticking every ``tick_minutes``; with ``table``
-    False, on ``dimensions`` of GSIs without their table: their reads and alarms only."""
+    False, on ``dimensions`` of GSIs without their table: their reads and alarms only.
+    ``due``: the share of the other ticks that read throttle events (`throttle_reads`; a
+    simulated run's ``ThrottleAware.throttle_reads`` tells it)."""
     if dimensions < 1 or tick_minutes < 1:
         raise ValueError(
             f"dimensions {dimensions} and tick_minutes {tick_minutes}: each must be 1 or more"
@@ -108,7 +130,8 @@ def monthly_scaler_cost(
     ticks = MONTH_HOURS * 60 / tick_minutes
     metrics = TABLE_METRICS * prices.custom_metric_month * table
     requested = dimensions * (
-        QUERIES_PER_DIMENSION * ticks + autopilot * HISTORY_QUERIES_PER_HOUR * MONTH_HOURS
+        (QUERIES_PER_DIMENSION + throttle_reads(due)) * ticks
+        + autopilot * HISTORY_QUERIES_PER_HOUR * MONTH_HOURS
     )
     invocation = (
         prices.lambda_request_million / 1e6
