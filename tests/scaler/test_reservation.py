@@ -38,7 +38,7 @@ from ddb_capacity_tools.simulator import (
     scenario,
     simulate,
 )
-from tests.support.moto_world import World
+from tests.support.moto_world import World, idle
 
 START = datetime(2026, 1, 5, tzinfo=UTC)
 
@@ -303,14 +303,6 @@ def world(aws_client: Any) -> Iterator[World]:
     made = World(aws_client)
     yield made
     made.close()
-
-
-def idle(world: World, base: str, read: int, write: int) -> str:
-    """A table named after ``base`` with a unit a second of traffic over the whole window."""
-    name = world.table(base, read, write)
-    for dimension in ("read", "write"):
-        world.traffic(name, dimension, 1, minutes=range(0, 40))
-    return name
 
 
 def test_a_decrease_is_cut_back_at_the_reservation(world: World) -> None:

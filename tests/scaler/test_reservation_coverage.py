@@ -16,7 +16,7 @@ import pytest
 
 from ddb_capacity_runtime.core.reservation import not_covered
 from tests.support.described import described
-from tests.support.moto_world import World
+from tests.support.moto_world import World, idle
 
 IA = {"TableClassSummary": {"TableClass": "STANDARD_INFREQUENT_ACCESS"}}
 
@@ -29,13 +29,6 @@ def world(aws_client: Any) -> Iterator[World]:
     made.clients = replace(made.clients, cloudwatch_of=lambda region: made.cw)
     yield made
     made.close()
-
-
-def idle(world: World, base: str, read: int, write: int) -> str:
-    name = world.table(base, read, write)
-    for dimension in ("read", "write"):
-        world.traffic(name, dimension, 1, minutes=range(0, 40))
-    return name
 
 
 @pytest.mark.parametrize(

@@ -311,3 +311,11 @@ class World:
         arn = self.ddb.describe_table(TableName=name)["Table"]["TableArn"]
         pages = self.ddb.get_paginator("list_tags_of_resource").paginate(ResourceArn=arn)
         return {t["Key"]: t["Value"] for page in pages for t in page["Tags"]}
+
+
+def idle(world: World, base: str, read: int, write: int) -> str:
+    """A table named after ``base`` with a unit a second of traffic over the whole window."""
+    name = world.table(base, read, write)
+    for dimension in ("read", "write"):
+        world.traffic(name, dimension, 1, minutes=range(0, 40))
+    return name
