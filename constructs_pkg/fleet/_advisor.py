@@ -72,7 +72,7 @@ WORKER_TIMEOUT = Duration.minutes(15)
 it too), unless function_options say."""
 MAX_RECEIVES = 3
 """A message is received this many times before it goes to the dead-letter queue."""
-CANDIDATE_KINDS = ("stock", "autopilot", "on-demand", "hybrid")
+CANDIDATE_KINDS = ("stock", "autopilot", "on-demand", "hybrid", "windows")
 """The kinds of policy ``advise`` can recommend (``candidates``)."""
 PACKS_VPC = ("HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321")
 ALARM_IDS = ("DeadLetters", "Failures", "TablesFailed", "TablesMissing")

@@ -310,7 +310,7 @@ def _tuning_options(
         warmed = candidate_names.split_prewarm(c)[1]
         kinds: tuple[str, ...] = ("stock", "autopilot")
         if not warmed:
-            kinds += ("on-demand", "hybrid")
+            kinds += ("on-demand", "hybrid", "windows")
         if candidate_names.streamed(c):  # only the library's policies see the stream
             kinds = ("autopilot",)
         if spec.kind not in kinds:

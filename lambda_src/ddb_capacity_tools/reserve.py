@@ -65,7 +65,7 @@ from .simulator.candidates import (
 )
 from .simulator.ensemble import settings_of
 from .simulator.params import ModelParams
-from .simulator.policies import DEFAULT_TICK_MINUTES
+from .simulator.policies import COMPOSED, DEFAULT_TICK_MINUTES
 from .simulator.prices import BLOCK_UNITS, SAVINGS_PLAN_HOURS, TERMS, Prices, unverified
 from .simulator.progress import Progress, step
 from .simulator.text import counted
@@ -211,7 +211,7 @@ def _at_rate(c: Candidate, factor: float) -> Candidate:
     """``c`` with its capacity's cost times ``factor`` when it is a provisioned policy (its
     one-time charge, what the library's functions cost to run, and on-demand's and the
     hybrid's costs, as they were)."""
-    if c.policy == ON_DEMAND or spec_of(c.policy).kind == "hybrid":
+    if c.policy == ON_DEMAND or spec_of(c.policy).kind in COMPOSED:
         return c
     return replace(c, cost_usd=c.cost_usd.scaled(factor, (c.once_usd or 0.0) + c.running_usd))
 

@@ -40,9 +40,9 @@ NAMESPACE = "DynamoDBCapacity/NightlyTuning"
 """The loop's EMF namespace."""
 PREFIX = "NIGHTLY_TUNING_"
 TUNED_KINDS = ("stock", "autopilot")
-"""The policies whose target value the loop applies; on-demand and hybrid switch the billing mode,
-which the loop never does: they are advice only."""
-ADVICE_KINDS = ("on-demand", "hybrid")
+"""The policies whose target value the loop applies; on-demand, the hybrid and declared windows
+switch the billing mode, which the loop never does: they are advice only."""
+ADVICE_KINDS = ("on-demand", "hybrid", "windows")
 
 
 @dataclass(frozen=True)

@@ -131,6 +131,7 @@ def test_compose_takes_each_minute_from_the_run_in_force_and_bills_it() -> None:
     od = _recorded([0] * minutes, [800.0 if b else 50.0 for b in bursty], [0.0] * minutes)
     # at these prices on-demand is cheaper in every hour but the bursty one
     out = compose({key: base}, {key: od}, prices, start=DAY)[key]
+    # on-demand exactly in the planned hours: each switch starts before its window
     assert out.on_demand_minutes == 2 * 23 * 60
     assert out.recorded.provisioned[:DAY] == [1000] * DAY
     assert out.recorded.provisioned[DAY + 599] == 0 and out.recorded.provisioned[DAY + 600] == 1000

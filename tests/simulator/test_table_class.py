@@ -15,20 +15,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import aws_cdk as cdk
 import boto3
 import pytest
-from aws_cdk import aws_dynamodb as dynamodb
-from aws_cdk.assertions import Template
 
-from constructs_pkg import (
-    Capacity,
-    CapacityRequests,
-    FastPath,
-    PrewarmMethod,
-    ProvisionedTable,
-    ThrottleAwareScaler,
-)
 from constructs_pkg.fast_path._stream_signal import VIEW_TYPE
 from ddb_capacity_tools.advise import Size, table_size
 from ddb_capacity_tools.simulator import ModelParams
@@ -41,6 +30,7 @@ from ddb_capacity_tools.simulator.tune_code import STREAM_VIEW, code_for
 from ddb_capacity_tools.simulator.tune_runs import warm_levels
 from tests.support.advise import busy, day, run
 from tests.support.advise import region as advise_region  # noqa: F401 (a fixture)
+from tests.support.pasted import synthesized_stack
 from tests.support.tune import trace_file
 
 GB = 2**30
@@ -195,24 +185,9 @@ def test_a_bad_table_size_is_refused_naming_the_option_the_value_and_what_is_all
 
 
 def synthesized(code: str) -> dict[str, Any]:
-    """The tables of a stack made by running ``code`` as pasted into the README's quick
-    start, its stack ``stack`` (a real partition key in place of ``...``)."""
-    stack = cdk.Stack(cdk.App(), "Pasted")
-    names = {
-        "stack": stack,
-        "dynamodb": dynamodb,
-        "ProvisionedTable": ProvisionedTable,
-        "Capacity": Capacity,
-        "ThrottleAwareScaler": ThrottleAwareScaler,
-        "CapacityRequests": CapacityRequests,
-        "FastPath": FastPath,
-        "PrewarmMethod": PrewarmMethod,
-    }
-    key = "dynamodb.Attribute(name='pk', type=dynamodb.AttributeType.STRING)"
-    exec(
-        compile(code.replace("partition_key=...", f"partition_key={key}"), "pasted", "exec"), names
-    )
-    tables = Template.from_stack(stack).find_resources("AWS::DynamoDB::Table")
+    """The properties of the table a stack made by running ``code`` as pasted has
+    (`synthesized_stack`)."""
+    tables = synthesized_stack(code).find_resources("AWS::DynamoDB::Table")
     [pasted] = [t for logical_id, t in tables.items() if logical_id.startswith("Table")]
     return pasted["Properties"]  # type: ignore[no-any-return]
 

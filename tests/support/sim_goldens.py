@@ -238,8 +238,9 @@ def _minutes(series: dict[str, list[Any]], demand: Sequence[float]) -> list[str]
 
 
 def _result_lines(result: DimensionResult, demand: Sequence[float]) -> list[str]:
-    """One dimension's result fields, one a line, and its listed minutes."""
-    fields = {k: v for k, v in vars(result).items() if k != "recorded"}
+    """One dimension's result fields, one a line, and its listed minutes (declared
+    windows' hours only where there are some: no golden's policy declares them)."""
+    fields = {k: v for k, v in vars(result).items() if k != "recorded" and (k != "hours" or v)}
     series = _series(result, demand)
     lines = ["    {", '      "fields": {']
     items = [f"        {_line(k)}: {_line(_plain(v, k))}" for k, v in fields.items()]

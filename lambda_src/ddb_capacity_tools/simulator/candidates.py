@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .ensemble import Spread
+from .hybrid import windows_of
 from .policies import Spec, parse
 from .table_class import ClassAdvice
 from .trace import Trace
@@ -41,6 +42,7 @@ CANDIDATES = (
     "autopilot+stock:80+stream",
     "autopilot+stock:90+stream",
     "hybrid:70",
+    "windows:70",
     ON_DEMAND,
 )
 """What ``tune`` tries by default (the stock settings and on-demand are always tried). The
@@ -60,8 +62,9 @@ late; no client code, writes only), the stream reader's own cost in its cost
 (`stream_dollars`)."""
 
 
-SCALER_KINDS = frozenset({"throttle-aware", "autopilot", "hybrid"})
-"""The kinds of policy that run the library's scaler (a hybrid: its autopilot, most of the day),
+SCALER_KINDS = frozenset({"throttle-aware", "autopilot", "hybrid", "windows"})
+"""The kinds of policy that run the library's scaler (a hybrid or declared windows: its autopilot,
+most of the day),
 whose running cost is in a candidate's (`tune_runs.scaler_dollars`)."""
 
 
@@ -84,8 +87,9 @@ given (``--price warm_read_unit=USD --price warm_write_unit=USD``)."""
 CANDIDATE_HELP = (
     "stock:T, autopilot, autopilot:T, autopilot+stock:T, autopilot+stock:T+owned; any of "
     "these with +prewarm (a pre-warmed table); any of them but stock:T with +stream (the "
-    "table's stream as a write signal); on-demand; or hybrid / hybrid:T (shown for "
-    "comparison, never recommended)"
+    "table's stream as a write signal); on-demand; windows / windows:T (autopilot+stock:T "
+    "with declared on-demand windows at the hours learned before --score-from); or hybrid / "
+    "hybrid:T (shown for comparison, never recommended)"
 )
 """The policies tune can recommend, as --candidate values."""
 
@@ -157,6 +161,9 @@ class Candidate:
     """The candidate that beat this one on both refusals and dollars in the base setting's
     run, so it was not run under the rest of the ensemble (`tune_prune`): its figures are
     that one run's, and it is never recommended; None: run under every setting."""
+    hours: tuple[bool, ...] = ()
+    """Declared windows' (``windows:T``): the 24 hours of the day (UTC) they put on-demand, the
+    same under every setting (learned under the first); else empty."""
 
     @property
     def refused(self) -> float:
@@ -176,6 +183,11 @@ class Candidate:
             "one_time_usd": None if self.once_usd is None else round(self.once_usd, 6),
             "running_usd": round(self.running_usd, 6),
             "pruned_by": self.pruned_by,
+            "on_demand_windows": [
+                {"start": f"{h:02d}:00", "hours": n} for h, n in windows_of(self.hours)
+            ]
+            if spec_of(self.policy).kind == "windows"
+            else None,
         }
 
 
@@ -238,7 +250,8 @@ def best_stock(candidates: Sequence[Candidate]) -> Candidate:
 
 def compared_only(c: Candidate) -> bool:
     """Whether ``c`` is shown for comparison and never recommended: a policy the library
-    does not deploy (the hybrid: the scaler does not switch billing modes), one whose
+    does not deploy (the hybrid: the scaler does not learn on-demand hours; declared windows
+    deploy, with ``add_on_demand_window``), one whose
     one-time charge is not priced (a pre-warmed table without ``warm_*_unit`` prices), or
     one pruned after the base setting's run (`Candidate.pruned_by`)."""
     return spec_of(c.policy).kind == "hybrid" or c.once_usd is None or c.pruned_by is not None
@@ -338,10 +351,10 @@ def scaled(c: Candidate, factor: float) -> Candidate:
 def complexity(name: str) -> int:
     """How much a candidate deploys beyond a table: stock target tracking and on-demand 0,
     the autopilot scaler 1 (on stock too), owning the target value 1 more, pre-warming 1
-    more."""
+    more, declared on-demand windows 1 more."""
     spec = spec_of(name)
     n = 1 if spec.kind in SCALER_KINDS else 0
-    return n + spec.owned + split_prewarm(name)[1]
+    return n + spec.owned + split_prewarm(name)[1] + (spec.kind == "windows")
 
 
 def noise(c: Candidate) -> float:

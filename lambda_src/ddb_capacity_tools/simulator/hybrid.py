@@ -20,11 +20,21 @@ once. Each day's plan is made from the days before it only (at most ``HISTORY_DA
 
 The first day has no history and runs on the autopilot alone.
 
+The declared windows (``windows``, ``windows:T``) are what a table deploys with
+``add_on_demand_window``: the same hours every day, chosen once (`fixed_hours`) from the
+median saving of each hour of the day over the minutes they are learned from (``tune``: the
+part before ``--score-from``), then kept.
+
+Both count the switch's own minutes (`SWITCH_MINUTES`): each switch to on-demand starts that
+many minutes before its window's first hour (`led`), and those minutes are the autopilot's,
+since the table serves (and is billed) as provisioned until the switch ends (`switched`).
+Billed by the clock hour, a switch started on the hour would pay that hour's provisioned
+capacity too; started before it, the hour is on-demand's.
+
 How the run is put together (`compose`): the autopilot runs over the whole trace on
 its own simulated provisioned table, and on-demand over the whole trace (its limits,
 `model`); each minute takes the autopilot's minute or on-demand's, by the plan. What
-this leaves out is in the docs' fidelity table: the switch's own minutes (AWS: "several
-minutes", during which the table serves what it was provisioned for); that the autopilot,
+this leaves out is in the docs' fidelity table: that the autopilot,
 while the table is on-demand, would see the on-demand table's traffic rather than its own
 table's (and could make no capacity change: its decreases there still count); and
 on-demand's previous peak after a switch (the on-demand run's, not a switched table's).
@@ -45,10 +55,17 @@ from .trace import Key
 __all__ = [
     "HISTORY_DAYS",
     "SWITCHES_PER_DAY",
+    "SWITCH_MINUTES",
     "Composed",
     "best_windows",
     "compose",
+    "costs",
+    "daily",
+    "fixed_hours",
+    "led",
     "plan",
+    "switched",
+    "windows_of",
     "within_limit",
 ]
 
@@ -57,6 +74,12 @@ SWITCHES_PER_DAY = MAX_SWITCHES
 not limited)."""
 HISTORY_DAYS = 7
 """The most past days a day's plan is made from."""
+SWITCH_MINUTES = 5
+"""The minutes a switch to on-demand takes in the model, during which the table serves and is billed
+as provisioned. AWS: the switch "can take several minutes. During the switching period, your table
+delivers throughput that is consistent with the previously provisioned" units ("Considerations when
+switching capacity modes in DynamoDB"); switching back delivers on-demand's previous peak, so the
+end of a window is taken as immediate."""
 DAY = 1440
 HOUR = 60
 
@@ -147,6 +170,68 @@ def plan(
     return within_limit(wanted[offset : offset + minutes], most)
 
 
+def fixed_hours(
+    provisioned_cost: Sequence[float],
+    on_demand_cost: Sequence[float],
+    offset: int = 0,
+    until: int | None = None,
+    most: int = SWITCHES_PER_DAY,
+) -> list[bool]:
+    """The 24 hours of the day a declared window puts on-demand every day: `best_windows` of
+    each hour's median saving (provisioned - on-demand) over the days of minutes 0 to
+    ``until`` (None: every minute). ``offset`` as for `plan`."""
+    end = len(provisioned_cost) if until is None else until
+    paid = _hourly(provisioned_cost[:end], offset)
+    charged = _hourly(on_demand_cost[:end], offset)
+    savings = []
+    for hour in range(24):
+        seen = [paid[s] - charged[s] for s in paid if s[1] == hour]
+        savings.append(statistics.median(seen) if seen else 0.0)
+    hours = best_windows(savings, most)
+    if all(hours):  # a window lasts under a day: the hour saving least stays provisioned
+        hours[min(range(24), key=lambda h: savings[h])] = False
+    return hours
+
+
+def windows_of(hours: Sequence[bool]) -> list[tuple[int, int]]:
+    """The declared windows ``hours`` (24, of the day) make: (first hour, hours long) each,
+    by first hour; a run through midnight is one window."""
+    starts = [h for h in range(24) if hours[h] and not hours[h - 1]]
+    out = []
+    for h in starts:
+        n = 0
+        while n < 24 and hours[(h + n) % 24]:
+            n += 1
+        out.append((h, n))
+    return out
+
+
+def daily(hours: Sequence[bool], offset: int, minutes: int) -> list[bool]:
+    """Per minute of a trace of ``minutes``, whether ``hours`` (24, of the day) put it
+    on-demand; ``offset`` as for `plan`."""
+    return [hours[(offset + m) // HOUR % 24] for m in range(minutes)]
+
+
+def led(wanted: Sequence[bool], minutes: int = SWITCH_MINUTES) -> list[bool]:
+    """``wanted`` (on-demand minutes, by plan) with each window's switch started ``minutes``
+    earlier (not before the first minute), so that the switch ends as the window starts."""
+    out = list(wanted)
+    for m in range(1, len(wanted)):
+        if wanted[m] and not wanted[m - 1]:
+            out[max(0, m - minutes) : m] = [True] * min(m, minutes)
+    return out
+
+
+def switched(mask: Sequence[bool], minutes: int = SWITCH_MINUTES) -> list[bool]:
+    """``mask`` (on-demand minutes, by plan) as served: each window's first ``minutes`` are
+    still provisioned, the switch's own (`SWITCH_MINUTES`)."""
+    out, run = [], 0
+    for on in mask:
+        run = run + 1 if on else 0
+        out.append(run > minutes)
+    return out
+
+
 def within_limit(wanted: Sequence[bool], most: int) -> list[bool]:
     """``wanted`` with every on-demand window dropped that would start while ``most``
     switches to on-demand were made in the 24 hours before it."""
@@ -175,6 +260,22 @@ class Composed:
     on_demand_minutes: int
 
 
+def costs(
+    base: Mapping[Key, Recorded], on_demand: Mapping[Key, Recorded], prices: Prices
+) -> tuple[list[float], list[float]]:
+    """Per minute, (what the table's provisioned capacity cost in ``base``, what on-demand
+    charged for its requests in ``on_demand``): every dimension's together, in dollars."""
+    keys = list(base)
+    minutes = len(base[keys[0]].demand) if keys else 0
+    unit = [prices.provisioned(k[1], 1) for k in keys]  # a unit-minute's dollars
+    request = [prices.on_demand(k[1], 1) for k in keys]  # a minute of 1 unit/s
+    provisioned = [base[k].provisioned for k in keys]
+    served = [on_demand[k].served for k in keys]
+    paid = [sum(p[m] * u for p, u in zip(provisioned, unit, strict=True)) for m in range(minutes)]
+    charged = [sum(s[m] * r for s, r in zip(served, request, strict=True)) for m in range(minutes)]
+    return paid, charged
+
+
 def compose(
     base: Mapping[Key, Recorded],
     on_demand: Mapping[Key, Recorded],
@@ -183,18 +284,24 @@ def compose(
     start: int = 0,
     most: int = SWITCHES_PER_DAY,
     hindsight: bool = False,
+    hours: Sequence[bool] | None = None,
 ) -> dict[Key, Composed]:
     """The hybrid from a provisioned run (``base``) and an on-demand run of the same
     trace, per dimension: each minute the base's or on-demand's, by `plan` over the
-    table's costs (every dimension's together). ``start``: the first minute that counts
-    for the cost (the plan uses every minute); ``hindsight``: as for `plan`."""
+    table's costs (every dimension's together), or with ``hours`` (24, `fixed_hours`) by
+    those hours every day; either way within the rolling limit, each window's first
+    minutes the switch's (`switched`). ``start``: the first minute that counts for the
+    cost (the plan uses every minute); ``hindsight``: as for `plan`."""
     keys = list(base)
     minutes = len(base[keys[0]].demand) if keys else 0
     unit = {k: prices.provisioned(k[1], 1) for k in keys}  # a unit-minute's dollars
     request = {k: prices.on_demand(k[1], 1) for k in keys}  # a minute of 1 unit/s
-    paid = [sum(base[k].provisioned[m] * unit[k] for k in keys) for m in range(minutes)]
-    charged = [sum(on_demand[k].served[m] * request[k] for k in keys) for m in range(minutes)]
-    mask = plan(paid, charged, offset, most, hindsight=hindsight)
+    paid, charged = costs(base, on_demand, prices)
+    if hours is None:
+        wanted = plan(paid, charged, offset, most, hindsight=hindsight)
+    else:
+        wanted = within_limit(daily(hours, offset, minutes), most)
+    mask = switched(within_limit(led(wanted), most))
     out = {}
     for k in keys:
         b, o = base[k], on_demand[k]

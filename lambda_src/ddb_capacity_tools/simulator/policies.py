@@ -79,11 +79,12 @@ DEFAULT_TICK_MINUTES = settings.DEFAULT_TICK_MINUTES  # the Lambda's and the con
 SPEC_HELP = (
     "fixed:N, stock:T, scheduled, scheduled:T, throttle-aware, "
     "throttle-aware+stock:T, autopilot, autopilot:T, autopilot+stock:T, hybrid, hybrid:T, "
-    "on-demand, oracle or bound (N capacity units, 1 to the maximum capacity; T a target "
-    "utilization in percent, 20 to 90); a throttle-aware or autopilot policy + '+lumped' "
-    "reads throttles without their causes; autopilot+stock:T + '+owned' owns target "
-    "tracking's target value; any of them but fixed:N, hybrid, on-demand, oracle and bound "
-    "+ '+reserved' (written last) never lowers the total below the reserved units"
+    "windows, windows:T, on-demand, oracle or bound (N capacity units, 1 to the maximum "
+    "capacity; T a target utilization in percent, 20 to 90); a throttle-aware or autopilot "
+    "policy + '+lumped' reads throttles without their causes; autopilot+stock:T + '+owned' "
+    "owns target tracking's target value; any of them but fixed:N, hybrid, windows, "
+    "on-demand, oracle and bound + '+reserved' (written last) never lowers the total below "
+    "the reserved units"
 )
 
 LUMPED = "+lumped"
@@ -93,6 +94,10 @@ OWNED = "+owned"
 ``own_target``)."""
 RESERVED = "+reserved"
 """The suffix of a reservation-aware provisioned policy (written last)."""
+COMPOSED = frozenset({"hybrid", "windows"})
+"""The kinds composed from an autopilot run and an on-demand run, minute by minute (`hybrid`): the
+hybrid learns its on-demand hours each day, the declared windows (``windows``) keep the same hours
+every day."""
 RESERVABLE = frozenset({"stock", "scheduled", "throttle-aware", "autopilot"})
 """The kinds ``+reserved`` applies to: those that decrease capacity."""
 
@@ -142,7 +147,7 @@ def _target(text: str, number: str, option: str) -> int:
 
 
 _NUMBERED = (
-    (r"(stock|scheduled|autopilot|hybrid):(-?\d+)", None, False),
+    (r"(stock|scheduled|autopilot|hybrid|windows):(-?\d+)", None, False),
     (r"throttle-aware\+stock:(-?\d+)", "throttle-aware", True),
     (r"autopilot\+stock:(-?\d+)", "autopilot", True),
 )
@@ -181,7 +186,7 @@ def parse(text: str, max_capacity: int | None = 40_000, option: str = "--policy"
                 f"policies only"
             )
         return Spec(text, spec.kind, spec.value, spec.with_stock, lumped=True)
-    if t in ("on-demand", "oracle", "bound", "throttle-aware", "scheduled", "autopilot", "hybrid"):
+    if t in ("on-demand", "oracle", "bound", "throttle-aware", "scheduled", "autopilot", *COMPOSED):
         return Spec(text, t, 70 if t == "scheduled" else None)
     if m := re.fullmatch(r"fixed:(-?\d+)", t):
         n = int(m.group(1))

@@ -22,6 +22,7 @@ from .on_demand import OnDemandRefusals, on_demand_refusals
 from .oracle import Oracle
 from .params import ModelParams
 from .policies import (
+    COMPOSED,
     DEFAULT_TICK_MINUTES,
     AutoScaling,
     Fixed,
@@ -57,6 +58,9 @@ class DimensionResult:
     demand_unit_hours: float
     throttle_events: float = 0.0
     recorded: Recorded = field(repr=False, default_factory=Recorded)
+    hours: tuple[bool, ...] = ()
+    """Declared windows' (``windows``): the 24 hours of the day (UTC) they put on-demand; else
+    empty."""
     score_from: ClassVar[int] = 0
     """The trace minute from which the results count (``run_policy``'s ``score_from``); ``recorded``
     holds every minute. Set only when it is not 0 (`_scored`)."""
@@ -197,7 +201,7 @@ def run_policy(
     results count from that minute on (`_scored`); the oracle and the bound plan
     for those minutes."""
     start = check_score_from(score_from, trace)
-    if spec.kind == "hybrid":
+    if spec.kind in COMPOSED:
         if params.reservation:
             raise PolicyError(
                 f"--policy {spec.text!r}: the hybrid does not model reserved capacity; run it "
@@ -378,7 +382,11 @@ def _on_demand(
 
 def hybrid_base(spec: Spec) -> Spec:
     """The provisioned policy a hybrid spec runs outside its on-demand hours: the autopilot
-    at its target."""
+    at its target; for declared windows, the autopilot on stock target tracking at it (70 %
+    by default), as a `ProvisionedTable`, which declares them, deploys it."""
+    if spec.kind == "windows":
+        target = spec.value or 70
+        return Spec(f"autopilot+stock:{target}", "autopilot", target, with_stock=True)
     text = "autopilot" if spec.value is None else f"autopilot:{spec.value}"
     return Spec(text, "autopilot", spec.value)
 
@@ -394,6 +402,23 @@ def _hybrid(
     return compose_hybrid(spec, base, od, trace, prices, start, basis=params.billing)
 
 
+def learned_hours(
+    base: Sequence[DimensionResult],
+    od: Sequence[DimensionResult],
+    trace: Trace,
+    prices: Prices,
+    until: int = 0,
+) -> list[bool]:
+    """The hours of the day (24, UTC) declared windows put on-demand, learned from the
+    base's (`hybrid_base`) and on-demand's results over the minutes before ``until`` (0:
+    every minute): `hybrid.fixed_hours`."""
+    paid, charged = hybrid.costs(
+        {r.key: r.recorded for r in base}, {r.key: r.recorded for r in od}, prices
+    )
+    offset = trace.start.hour * 60 + trace.start.minute
+    return hybrid.fixed_hours(paid, charged, offset, until or None)
+
+
 def compose_hybrid(
     spec: Spec,
     base: Sequence[DimensionResult],
@@ -403,13 +428,17 @@ def compose_hybrid(
     start: int = 0,
     hindsight: bool = False,
     basis: str = billing.DEFAULT_BASIS,
+    hours: Sequence[bool] | None = None,
 ) -> list[DimensionResult]:
-    """The hybrid's results from its base's (`hybrid_base`) and on-demand's over the
-    same trace, both run with ``score_from=start``: counted from minute ``start``
-    (``hindsight``: `hybrid.plan`'s), billed by ``basis``. Decreases are the base's, those
-    in on-demand windows included (a simplification: an on-demand table takes no capacity
-    update)."""
+    """The hybrid's (or the declared windows') results from its base's (`hybrid_base`) and
+    on-demand's over the same trace, both run with ``score_from=start``: counted from
+    minute ``start`` (``hindsight``: `hybrid.plan`'s), billed by ``basis``. The declared
+    windows (kind ``windows``) keep ``hours`` (24, of the day, UTC) every day; None: those
+    `learned_hours` finds before ``start``. Decreases are the base's, those in on-demand
+    windows included (a simplification: an on-demand table takes no capacity update)."""
     offset = trace.start.hour * 60 + trace.start.minute
+    if spec.kind == "windows" and hours is None:
+        hours = learned_hours(base, od, trace, prices, start)
     composed = hybrid.compose(
         {r.key: r.recorded for r in base},
         {r.key: r.recorded for r in od},
@@ -417,9 +446,11 @@ def compose_hybrid(
         offset,
         start,
         hindsight=hindsight,
+        hours=hours if spec.kind == "windows" else None,
     )
     decreases = {r.key: (r.decreases, r.rejected_decreases) for r in base}
     first = first_minute(trace, start)
+    declared = tuple(hours) if spec.kind == "windows" and hours is not None else ()
     return [
         _scored(
             spec,
@@ -436,6 +467,7 @@ def compose_hybrid(
             ),
             decreases=decreases[key][0],
             rejected_decreases=decreases[key][1],
+            hours=declared,
         )
         for key, c in composed.items()
     ]

@@ -319,6 +319,7 @@ def decide(
             params,
             prices or Prices(),
             None if classes is None else classes.recommended,
+            pick.hours,
         ),
         best,
         rule,
@@ -332,10 +333,16 @@ def decide(
 
 
 def code_of(
-    name: str, trace: Trace, params: ModelParams, prices: Prices, table_class: str | None = None
+    name: str,
+    trace: Trace,
+    params: ModelParams,
+    prices: Prices,
+    table_class: str | None = None,
+    hours: tuple[bool, ...] = (),
 ) -> str:
     """The code printed with candidate ``name`` when it is recommended on ``trace``
-    (`tune_code.code_for`), the table in ``table_class`` when given."""
+    (`tune_code.code_for`), the table in ``table_class`` when given; declared windows at
+    ``hours`` (`Candidate.hours`)."""
     return code_for(
         spec_of(name),
         trace,
@@ -343,6 +350,7 @@ def code_of(
         _warm_for(name, trace, params),
         table_class,
         _extras(name, trace, params, prices),
+        hours,
     )
 
 

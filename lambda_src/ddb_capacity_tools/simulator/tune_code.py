@@ -12,8 +12,10 @@ from dataclasses import replace
 from ddb_capacity_runtime.core.policy import capacity_units
 
 from .candidates import STREAM_SECONDS
+from .hybrid import SWITCH_MINUTES, windows_of
 from .params import ModelParams
 from .policies import Spec
+from .run import hybrid_base
 from .table_class import STANDARD_IA
 from .trace import Trace
 
@@ -61,13 +63,19 @@ def code_for(
     warm: dict[str, int] | None = None,
     table_class: str | None = None,
     extras: tuple[str, ...] = (),
+    hours: tuple[bool, ...] = (),
 ) -> str:
     """The construct code that deploys ``spec`` on a table, each dimension's range from the
     trace's traffic (`bounds_for`); with ``warm`` (per dimension), the table
     pre-warmed to it (``PROVISION_THEN_SETTLE`` in ``extras``: provisioned at the marks, then
     settled; else by warm throughput); with the fast path's signals on in ``params``, or
     ``stream`` in ``extras``, the fast path; with ``table_class`` `STANDARD_IA`, the table
-    in that class (Standard is the default)."""
+    in that class (Standard is the default). Declared windows (``windows:T``): the
+    autopilot on stock at T, and an ``add_on_demand_window`` for each run of ``hours``
+    (24, of the day, UTC)."""
+    if spec.kind == "windows":
+        base = code_for(hybrid_base(spec), trace, params, warm, table_class, extras)
+        return base + _windows_code(hours)
     klass = f"table_class=dynamodb.TableClass.{STANDARD_IA}" if table_class == STANDARD_IA else ""
     line = f"    {klass},\n" if klass else ""
     settle = bool(warm) and "PROVISION_THEN_SETTLE" in extras
@@ -110,6 +118,28 @@ def code_for(
             + fast
         )
     raise ValueError(f"code_for: no construct code for {spec.text!r}")
+
+
+def _windows_code(hours: tuple[bool, ...]) -> str:
+    """The ``add_on_demand_window`` calls of declared windows at ``hours`` (24, UTC), every
+    day (`hybrid.windows_of`), each starting the switch's minutes before its first hour
+    (`hybrid.led`); a comment when there are none."""
+    windows = windows_of(hours) if hours else []
+    if not windows:
+        return "# no hour of the day cost less on-demand on the history: no on-demand window\n"
+    lines = [
+        "# on-demand in the hours of the day where it cost less on the history (before\n"
+        "# --score-from), every day (UTC), each switch started early so that the table is\n"
+        "# on-demand on the hour; provisioned the rest of the day (docs: On-demand windows)\n"
+    ]
+    lead = SWITCH_MINUTES  # the switch starts early, so the table is on-demand on the hour
+    for n, (first, long) in enumerate(windows, 1):
+        hour, minute = divmod((first * 60 - lead) % 1440, 60)
+        lines.append(
+            f"table.add_on_demand_window('OnDemand{n}', start='{hour:02d}:{minute:02d}', "
+            f"duration=Duration.minutes({long * 60 + lead}), week_days=EVERY_DAY)\n"
+        )
+    return "".join(lines)
 
 
 def _provisioned_table_code(

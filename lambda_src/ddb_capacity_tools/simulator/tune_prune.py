@@ -33,6 +33,7 @@ from .candidates import (
     family,
     spec_of,
 )
+from .policies import COMPOSED
 from .run import hybrid_base
 
 PRUNE_MARGIN = 0.10
@@ -54,7 +55,7 @@ def prunable(c: Candidate) -> bool:
     """Whether ``c`` may be pruned: a priced candidate that runs the library's scaler (not
     a hybrid: it is pruned with its autopilot, `pruned`)."""
     kind = spec_of(c.policy).kind
-    return kind in SCALER_KINDS and kind != "hybrid" and c.once_usd is not None
+    return kind in SCALER_KINDS and kind not in COMPOSED and c.once_usd is not None
 
 
 def beats(better: Candidate, worse: Candidate, requested: float) -> bool:
@@ -145,6 +146,6 @@ def pruned(
     out = out_of_reach(parts, rule) | dominated(parts)
     for name in names:
         spec = spec_of(name)
-        if spec.kind == "hybrid" and hybrid_base(spec).text in out:
+        if spec.kind in COMPOSED and hybrid_base(spec).text in out:
             out[name] = out[hybrid_base(spec).text]
     return out

@@ -33,7 +33,7 @@ from .candidates import (
 )
 from .ensemble import Spread
 from .params import ModelParams
-from .policies import DEFAULT_TICK_MINUTES, Spec, parse
+from .policies import COMPOSED, DEFAULT_TICK_MINUTES, Spec, parse
 from .prices import Prices
 from .progress import Progress
 from .run import DimensionResult, compose_hybrid, hybrid_base, simulate
@@ -66,7 +66,7 @@ def place(
     prices = prices or Prices()
     until = score_from or trace.minutes
     count = _Count(progress, command, len(settings) * _runs_a_setting(names, settings[0]))
-    runs = _runs(trace, names, settings, prices, tick, workers, score_from, count)
+    runs = _runs(trace, names, settings, prices, tick, workers, score_from, count, {})
     once = {n: _once(n, trace, until, prices, settings[0]) for n in names}
     scored = trace.minutes - (score_from or 0)
     return with_frontier(
@@ -103,7 +103,8 @@ def place_split(
     once = {n: _once(n, trace, split, prices, settings[0]) for n in names}
     charges = {n: (once[n], running_dollars(n, trace, split, prices, tick)) for n in names}
     billed = (trace.start.minute, settings[0].billing)
-    first = _runs(trace, names, settings[:1], prices, tick, workers, split, count)
+    learned: dict[str, tuple[bool, ...]] = {}
+    first = _runs(trace, names, settings[:1], prices, tick, workers, split, count, learned)
     cut: dict[str, str] = {}
     if prune and len(settings) > 1:
         base = [_early(n, first, split, prices, charges[n], billed) for n in names if _fitted(n)]
@@ -122,7 +123,7 @@ def place_split(
         )
     kept = [n for n in names if n not in cut]
     count.total = count.done + (len(settings) - 1) * _runs_a_setting(kept, settings[0])
-    runs = first + _runs(trace, kept, settings[1:], prices, tick, workers, split, count)
+    runs = first + _runs(trace, kept, settings[1:], prices, tick, workers, split, count, learned)
     mine = {n: first if n in cut else runs for n in names}
     rest = trace.minutes - split
     later = [
@@ -136,7 +137,7 @@ def place_split(
 def _fitted(name: str) -> bool:
     """Whether ``name`` is counted on the earlier part: every candidate but the hybrid
     (never fitted)."""
-    return spec_of(name).kind != "hybrid"
+    return spec_of(name).kind not in COMPOSED
 
 
 def _pruned(c: Candidate, cut: dict[str, str]) -> Candidate:
@@ -160,10 +161,14 @@ def _runs(
     workers: int | None,
     score_from: int | None,
     count: _Count | None = None,
+    learned: dict[str, tuple[bool, ...]] | None = None,
 ) -> list[list[DimensionResult]]:
     """Per setting, the results of every policy of ``names`` (see `place`); ``count`` takes
-    a step a run (one policy under one setting)."""
+    a step a run (one policy under one setting). Declared windows keep the hours learned
+    under the first setting they run in, kept in ``learned`` (by name) across calls: one
+    deployment has one set of hours, whatever the setting."""
     warmed, ran, hybrids = _run_plan(names, settings[0].max_capacity) if settings else ([], [], [])
+    learned = {} if learned is None else learned
     streams = [n for n in names if streamed(n) and n not in warmed]
     count = count or _Count(None, "", 0)
     runs = []
@@ -173,7 +178,7 @@ def _runs(
         results = simulate(
             trace, ran, p, prices, None, tick, None, processes, score_from=score_from, ran=count
         )
-        results += _hybrids(hybrids, results, trace, prices, score_from or 0, p.billing)
+        results += _hybrids(hybrids, results, trace, prices, (score_from or 0, p.billing), learned)
         if streams:
             results += _with_stream(streams, trace, p, prices, tick, workers, score_from, count)
         for name in warmed:
@@ -218,7 +223,7 @@ def run_candidate(
     stream as a signal, composed as a hybrid: as its suffixes and kind say), its results
     only."""
     wanted = {name, spec_of(name, params.max_capacity).text}
-    (results,) = _runs(trace, [name], [params], prices, tick, 1, score_from, None)
+    (results,) = _runs(trace, [name], [params], prices, tick, 1, score_from, None, {})
     return [r for r in results if r.policy in wanted]
 
 
@@ -228,9 +233,9 @@ def _run_plan(names: Sequence[str], max_capacity: int) -> tuple[list[str], list[
     hybrids (composed from those)."""
     warmed = [n for n in names if split_prewarm(n)[1]]
     specs = [parse(n, max_capacity) for n in names if n not in warmed and not streamed(n)]
-    hybrids = [s for s in specs if s.kind == "hybrid"]
+    hybrids = [s for s in specs if s.kind in COMPOSED]
     needed = [hybrid_base(s) for s in hybrids] + ([parse(ON_DEMAND)] if hybrids else [])
-    ran = [s for s in specs if s.kind != "hybrid"]
+    ran = [s for s in specs if s.kind not in COMPOSED]
     ran += [s for s in needed if s.text not in {r.text for r in ran}]
     return warmed, ran, hybrids
 
@@ -240,16 +245,22 @@ def _hybrids(
     results: Sequence[DimensionResult],
     trace: Trace,
     prices: Prices,
-    score_from: int,
-    basis: str,
+    counted: tuple[int, str],
+    learned: dict[str, tuple[bool, ...]],
 ) -> list[DimensionResult]:
     """Each hybrid of ``hybrids`` composed from its base's and on-demand's ``results``,
-    billed by ``basis``."""
+    counted from ``counted``'s minute and billed by its basis; declared windows at the
+    hours in ``learned`` by their name, else at those they learn here (then kept there)."""
     out: list[DimensionResult] = []
+    start, basis = counted
     od = [r for r in results if r.policy == ON_DEMAND]
     for h in hybrids:
         base = [r for r in results if r.policy == hybrid_base(h).text]
-        out += compose_hybrid(h, base, od, trace, prices, score_from, basis=basis)
+        hours = learned.get(h.text)
+        composed = compose_hybrid(h, base, od, trace, prices, start, basis=basis, hours=hours)
+        if h.kind == "windows" and composed:
+            learned[h.text] = composed[0].hours
+        out += composed
     return out
 
 
@@ -431,6 +442,7 @@ def _candidate(
         Spread.of([sum(r.cost_usd for r in rs) + extra for rs in mine]),
         once_usd=once,
         running_usd=recurring,
+        hours=next((r.hours for rs in mine for r in rs), ()),
     )
 
 

@@ -179,7 +179,7 @@ def compared_words(placed: Sequence[Candidate], pick: Candidate, period: str) ->
             f"${c.cost:,.2f}{period} ({_share(abs(saved), pick.cost)} "
             f"{'less' if saved >= 0 else 'more'} than the recommendation) and refuse "
             f"{c.refused:,.0f} units{period}; it is shown for comparison only: the scaler does "
-            "not switch billing modes."
+            "not learn on-demand hours (windows:T declares fixed ones)."
         )
     return "".join(words)
 
@@ -257,7 +257,11 @@ TERMS = {
     "throughput: 12,000 reads / 4,000 writes a second on a new table) and more only about "
     "30 minutes later, so a burst beyond double what came before is throttled",
     "hybrid": "hybrid:T: on-demand in the hours where it cost less on past days, "
-    "autopilot:T otherwise; compared only: the scaler does not switch billing modes",
+    "autopilot:T otherwise; compared only: the scaler does not learn on-demand hours",
+    "windows": "windows:T: autopilot+stock:T with declared on-demand windows "
+    "(add_on_demand_window, every day, UTC) at the hours of the day where on-demand cost "
+    "less on the history before --score-from (all of it without), kept on the hours scored; "
+    "each switch's first 5 minutes are still provisioned",
     "scaler": "functions: the scaler's running cost on this table is in the cost of each "
     "policy that runs it (the 'functions' column): its custom metrics, GetMetricData reads, "
     "alarms on the table and invocations, at list prices (docs: Scaler, Costs); the alarm "
