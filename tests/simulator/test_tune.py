@@ -269,8 +269,11 @@ def test_every_candidates_code_parses_and_names_what_it_deploys() -> None:
         warm = warm_levels(trace, 1, spec.value or 70, ModelParams()) if warmed else None
         code = code_for(spec, trace, ModelParams(), warm)
         ast.parse(code)
-        assert ("ThrottleAwareScaler" in code) == (spec.kind == "autopilot"), name
-        assert ("ProvisionedTable" in code) == (spec.kind == "stock" or spec.with_stock), name
+        scaler = spec.kind in ("autopilot", "windows")
+        assert ("ThrottleAwareScaler" in code) == scaler, name
+        provisioned = spec.kind in ("stock", "windows") or spec.with_stock
+        assert ("ProvisionedTable" in code) == provisioned, name
+        assert ("on-demand window" in code) == (spec.kind == "windows"), name
         assert ("high_water_mark=" in code) == warmed, name
         if spec.value:
             assert f"{spec.value}" in code, name

@@ -65,17 +65,28 @@ def code_for(
     extras: tuple[str, ...] = (),
     hours: tuple[bool, ...] = (),
 ) -> str:
+    """The construct code that deploys ``spec`` on a table (`_code`); for declared windows
+    (``windows:T``), the autopilot on stock at T, then `_windows_code` at ``hours``."""
+    if spec.kind == "windows":
+        base = _code(hybrid_base(spec), trace, params, warm, table_class, extras)
+        return base + _windows_code(hours)
+    return _code(spec, trace, params, warm, table_class, extras)
+
+
+def _code(
+    spec: Spec,
+    trace: Trace,
+    params: ModelParams,
+    warm: dict[str, int] | None,
+    table_class: str | None,
+    extras: tuple[str, ...],
+) -> str:
     """The construct code that deploys ``spec`` on a table, each dimension's range from the
     trace's traffic (`bounds_for`); with ``warm`` (per dimension), the table
     pre-warmed to it (``PROVISION_THEN_SETTLE`` in ``extras``: provisioned at the marks, then
     settled; else by warm throughput); with the fast path's signals on in ``params``, or
     ``stream`` in ``extras``, the fast path; with ``table_class`` `STANDARD_IA`, the table
-    in that class (Standard is the default). Declared windows (``windows:T``): the
-    autopilot on stock at T, and an ``add_on_demand_window`` for each run of ``hours``
-    (24, of the day, UTC)."""
-    if spec.kind == "windows":
-        base = code_for(hybrid_base(spec), trace, params, warm, table_class, extras)
-        return base + _windows_code(hours)
+    in that class (Standard is the default)."""
     klass = f"table_class=dynamodb.TableClass.{STANDARD_IA}" if table_class == STANDARD_IA else ""
     line = f"    {klass},\n" if klass else ""
     settle = bool(warm) and "PROVISION_THEN_SETTLE" in extras

@@ -1,0 +1,119 @@
+"""Do declared on-demand windows pay where ``tune`` recommends them? Measured in one run.
+
+For each trace, ``tune`` as a user runs it (the ``plausible`` ensemble, fitted on the first
+half, chosen on the second, figures a month) with the candidates ``autopilot:70``,
+``autopilot+stock:70`` and ``windows:70`` (``autopilot+stock:70`` with on-demand at the
+hours of the day where on-demand cost less on the first half, the same every day), beside
+every stock target from 30 to 90 % and on-demand, which tune always tries. Printed per
+trace: what tune recommends; the windows' hours, cost and refused units on the second
+half; on-demand's; and the best provisioned candidate's (the rule's pick with the windows
+and on-demand left out: the cheapest within the same refusal limit).
+
+The goal, printed with its verdict: wherever the windows are recommended, they cost less
+than both on-demand and the best provisioned candidate, and refuse no more than the rule's
+limit (equal refusals, as the rule counts them), on the half they were not learned on.
+
+The traces: each real trace of ``../shared/traces/`` (read in place: their licence forbids
+copying them; 14 days a minute), the seeded noisy diurnal trace
+(``simulate_noisy_30_days.noisy_diurnal``, 14 days) and the nightly-batch scenario.
+
+Usage:
+    .venv/bin/python -m benchmarks.declared_windows [--workers 2] [--traces DIR] [--only NAME]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from benchmarks.simulate_noisy_30_days import noisy_diurnal
+from ddb_capacity_tools.simulator import ModelParams, read_csv, scenario
+from ddb_capacity_tools.simulator.candidates import ON_DEMAND, Candidate
+from ddb_capacity_tools.simulator.ensemble import settings_of
+from ddb_capacity_tools.simulator.hybrid import windows_of
+from ddb_capacity_tools.simulator.trace import Trace
+from ddb_capacity_tools.simulator.tune import choose, tune
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
+WINDOWS = "windows:70"
+CANDIDATES = ("autopilot:70", "autopilot+stock:70", WINDOWS)
+
+
+def measure(trace: Trace, workers: int) -> dict[str, object]:
+    """tune's answer on ``trace``: the pick, the windows, on-demand, the best provisioned
+    candidate, the rule's limit, each candidate's figures a month on the second half."""
+    settings = settings_of("plausible", ModelParams(), trace)
+    tuning = tune(trace, settings, CANDIDATES, workers=workers)
+    by_name = {c.policy: c for c in tuning.candidates}
+    provisioned = [c for c in tuning.candidates if c.policy not in (WINDOWS, ON_DEMAND)]
+    best_provisioned, _ = choose(provisioned, tuning.rule, tuning.requested)
+    return {
+        "pick": tuning.recommended.policy,
+        "windows": by_name[WINDOWS],
+        "on_demand": by_name[ON_DEMAND],
+        "provisioned": best_provisioned,
+        "limit": tuning.rule.limit(tuning.best_stock, tuning.requested),
+    }
+
+
+def _cell(c: Candidate) -> str:
+    return f"${c.cost:,.2f}, {c.refused / 1e6:,.2f} M"
+
+
+def goal_met(m: dict[str, object]) -> bool | None:
+    """Whether the goal holds where the windows are recommended; None where they are not."""
+    if m["pick"] != WINDOWS:
+        return None
+    w, od, p = m["windows"], m["on_demand"], m["provisioned"]
+    assert isinstance(w, Candidate) and isinstance(od, Candidate) and isinstance(p, Candidate)
+    limit = m["limit"]
+    assert isinstance(limit, float)
+    return w.cost < od.cost and w.cost < p.cost and w.refused <= limit
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--traces", type=Path, default=SHARED)
+    parser.add_argument("--only", help="one trace, by name (without .csv)")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    real = [read_csv(p) for p in sorted(args.traces.glob("*.csv"))] if args.traces.is_dir() else []
+    traces = [*real, noisy_diurnal(seed=1, days=14), scenario("nightly-batch")]
+    if args.only:
+        traces = [t for t in traces if t.name.removesuffix(".csv") == args.only]
+    print(
+        f"declared windows: {len(real)} real traces from {args.traces} and 2 others; tune, "
+        "plausible ensemble, fitted on the first half, figures a month on the second "
+        "(medians; cost, refused units)"
+    )
+    print(
+        f"\n| trace | recommended | {WINDOWS} (hours, UTC) | on-demand | "
+        "best provisioned | windows vs on-demand / provisioned |"
+    )
+    print("| --- | --- | --- | --- | --- | --- |")
+    held, recommended = 0, 0
+    for trace in traces:
+        m = measure(trace, args.workers)
+        w, od, p = m["windows"], m["on_demand"], m["provisioned"]
+        assert isinstance(w, Candidate) and isinstance(od, Candidate) and isinstance(p, Candidate)
+        hours = ", ".join(f"{h:02d}:00+{n}h" for h, n in windows_of(w.hours)) or "none"
+        met = goal_met(m)
+        recommended += met is not None
+        held += bool(met)
+        print(
+            f"| {trace.name.removesuffix('.csv')} | {m['pick']} | {_cell(w)} ({hours}) | "
+            f"{_cell(od)} | {p.policy}: {_cell(p)} | "
+            f"{w.cost / od.cost:.3f}x / {w.cost / p.cost:.3f}x |"
+        )
+    print(
+        f"\ngoal: where {WINDOWS} is recommended it costs less than on-demand and the best "
+        f"provisioned candidate within the rule's refusal limit: held on {held} of "
+        f"{recommended} trace(s) where it was recommended ({len(traces)} traces; "
+        f"{time.perf_counter() - started:.0f} s)"
+    )
+
+
+if __name__ == "__main__":
+    main()
