@@ -196,6 +196,7 @@ class Advice:
                     "frontier": c.frontier,
                     "recommended": c is t.recommended,
                     "compared_only": compared_only(c),
+                    "on_demand_windows": c.as_json()["on_demand_windows"],
                 }
                 for c in _by_cost(t.candidates)
             ],

@@ -261,7 +261,7 @@ TERMS = {
     "windows": "windows:T: autopilot+stock:T with declared on-demand windows "
     "(add_on_demand_window, every day, UTC) at the hours of the day where on-demand cost "
     "less on the history before --score-from (all of it without), kept on the hours scored; "
-    "each switch's first 5 minutes are still provisioned",
+    "each switch starts 5 minutes before its hour (the minutes DynamoDB takes to switch)",
     "scaler": "functions: the scaler's running cost on this table is in the cost of each "
     "policy that runs it (the 'functions' column): its custom metrics, GetMetricData reads, "
     "alarms on the table and invocations, at list prices (docs: Scaler, Costs); the alarm "
