@@ -13,6 +13,11 @@ The goal, printed with its verdict: wherever the windows are recommended, they c
 than both on-demand and the best provisioned candidate, and refuse no more than the rule's
 limit (equal refusals, as the rule counts them), on the half they were not learned on.
 
+Then, whether learning the hours anew each day would do better than declaring them once:
+on the same base (``autopilot+stock:70``, the model's default setting, scored on the second
+half), the windows learned once on the first half against the hours re-planned each day
+from the 7 days before it (the simulator's hybrid plan), and on-demand.
+
 The traces: each real trace of ``../shared/traces/`` (read in place: their licence forbids
 copying them; 14 days a minute), the seeded noisy diurnal trace
 (``simulate_noisy_30_days.noisy_diurnal``, 14 days) and the nightly-batch scenario.
@@ -28,10 +33,11 @@ import time
 from pathlib import Path
 
 from benchmarks.simulate_noisy_30_days import noisy_diurnal
-from ddb_capacity_tools.simulator import ModelParams, read_csv, scenario
+from ddb_capacity_tools.simulator import ModelParams, Prices, parse, read_csv, scenario, simulate
 from ddb_capacity_tools.simulator.candidates import ON_DEMAND, Candidate
 from ddb_capacity_tools.simulator.ensemble import settings_of
 from ddb_capacity_tools.simulator.hybrid import windows_of
+from ddb_capacity_tools.simulator.run import DimensionResult, compose_hybrid
 from ddb_capacity_tools.simulator.trace import Trace
 from ddb_capacity_tools.simulator.tune import choose, tune
 
@@ -54,6 +60,29 @@ def measure(trace: Trace, workers: int) -> dict[str, object]:
         "on_demand": by_name[ON_DEMAND],
         "provisioned": best_provisioned,
         "limit": tuning.rule.limit(tuning.best_stock, tuning.requested),
+    }
+
+
+def learned_against_declared(trace: Trace, workers: int) -> dict[str, tuple[float, float]]:
+    """On ``autopilot+stock:70`` under the default setting, scored on the second half:
+    (cost, refused units) of the windows declared once, the hours re-planned each day, and
+    on-demand."""
+    params, prices, split = ModelParams().validate(), Prices(), trace.minutes // 2
+    policies = [parse("autopilot+stock:70"), parse(ON_DEMAND)]
+    results = simulate(trace, policies, params, prices, None, workers=workers, score_from=split)
+    base = [r for r in results if r.policy == "autopilot+stock:70"]
+    od = [r for r in results if r.policy == ON_DEMAND]
+
+    def composed(name: str) -> list[DimensionResult]:
+        return compose_hybrid(parse(name), base, od, trace, prices, split, basis=params.billing)
+
+    return {
+        name: (sum(r.cost_usd for r in rs), sum(r.throttled_requests for r in rs))
+        for name, rs in (
+            ("declared", composed(WINDOWS)),
+            ("daily", composed("hybrid:70")),
+            (ON_DEMAND, od),
+        )
     }
 
 
@@ -107,6 +136,16 @@ def main() -> None:
             f"{_cell(od)} | {p.policy}: {_cell(p)} | "
             f"{w.cost / od.cost:.3f}x / {w.cost / p.cost:.3f}x |"
         )
+    print(
+        "\nlearned each day against declared once (autopilot+stock:70, default setting, second "
+        "half; cost, refused units):\n\n| trace | declared once | re-planned each day | "
+        "on-demand | each day / once |\n| --- | --- | --- | --- | --- |"
+    )
+    for trace in traces:
+        f = learned_against_declared(trace, args.workers)
+        cells = " | ".join(f"${c:,.2f}, {r / 1e6:,.2f} M" for c, r in f.values())
+        ratio = f["daily"][0] / f["declared"][0]
+        print(f"| {trace.name.removesuffix('.csv')} | {cells} | {ratio:.3f}x |")
     print(
         f"\ngoal: where {WINDOWS} is recommended it costs less than on-demand and the best "
         f"provisioned candidate within the rule's refusal limit: held on {held} of "
