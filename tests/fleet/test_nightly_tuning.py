@@ -75,6 +75,8 @@ def test_a_recommendation_is_read_as_the_report_reads_it() -> None:
     assert read_recommendation(advised("T1x", "autopilot+stock:80+owned"), "T1x").target == 80
     demand = read_recommendation(advised("T1x", "on-demand", 3.5), "T1x")
     assert demand.target is None and demand.advice and demand.usd_per_month == 3.5
+    windows = read_recommendation(advised("T1x", "windows:70"), "T1x")  # declared windows
+    assert (windows.target, windows.advice, windows.malformed) == (None, True, False)
     assert read_recommendation(advised("Other", "stock:90"), "T1x").malformed
     assert read_recommendation({**advised("T1x", "stock:95")}, "T1x").malformed
     nan = advised("T1x", "stock:90")
