@@ -221,7 +221,9 @@ def _end_dimension(
     try:
         managed = read_table(ctx, table, None, None)
     except CapacityRequestTimeout as exc:
-        return [result_row(table, index, dim, Via.NONE, 0, 0, Status.BUSY, note=str(exc))]
+        # on-demand for a window: not busy (not alarmed); its end brings the holds' level back
+        busy = Status.RETRY_NEXT_TICK if isinstance(exc, OnDemandForNow) else Status.BUSY
+        return [result_row(table, index, dim, Via.NONE, 0, 0, busy, note=str(exc))]
     except TableGone as exc:
         lease.write(holds=[])
         return [result_row(table, index, dim, Via.NONE, 0, 0, Status.DROPPED, note=str(exc))]

@@ -10,13 +10,14 @@ failure is a `SwitchError` the handler counts.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..aws import switch_calls as calls
 from ..aws import table_calls
 from ..aws.discovery import table_resource_ids
+from ..aws.store import WIDEST, HoldStore
 from ..core.errors import SwitchError
 from ..core.switches import MAX_SWITCHES, recent, switch_allowed
 from ..events import log_event
@@ -34,6 +35,7 @@ from .billing_plan import (
     provisioned_request,
     with_last_switch,
 )
+from .held import held_levels, hold_minimums
 
 if TYPE_CHECKING:
     from mypy_boto3_application_autoscaling import ApplicationAutoScalingClient
@@ -56,6 +58,28 @@ class Switcher:
     aas: ApplicationAutoScalingClient
     store: str
     clock: Callable[[], float]
+    hold_stores: Mapping[str, str] = field(default_factory=dict)
+    """Each table's hold store (that of the ``CapacityRequests`` serving it), if any."""
+
+    def _holds(self, table: str) -> HoldStore | None:
+        name = self.hold_stores.get(table)
+        return None if name is None else HoldStore(self.dynamodb, name, WIDEST, self.clock)
+
+    def _restore(
+        self, table: str, state: SwitchState, held: Mapping[str, int] | None = None
+    ) -> None:
+        """The targets registered again as they were before the window, then each held
+        one's minimum raised to its holds' level (``held``, read now when not given:
+        `held.hold_minimums`)."""
+        self._register(state.targets, suspend=False)
+        holds = self._holds(table)
+        if holds is not None:
+            held = held_levels(holds, table) if held is None else held
+            hold_minimums(holds, self.aas, table, state.targets, held)
+
+    def _held(self, table: str) -> dict[str, int]:
+        holds = self._holds(table)
+        return {} if holds is None else held_levels(holds, table)
 
     def _state(self, table: str) -> tuple[SwitchState, int]:
         text, version = calls.read_state(self.dynamodb, self.store, table)
@@ -119,8 +143,9 @@ class Switcher:
         return "switched-to-on-demand"
 
     def end(self, table: str) -> str:
-        """Switch ``table`` back to provisioned (no lower than before its window) and
-        restore its targets exactly; nothing when the switch left it provisioned."""
+        """Switch ``table`` back to provisioned (no lower than before its window, nor than
+        its active capacity holds) and restore its targets exactly, each held one's minimum
+        then raised to its holds; nothing when the switch left it provisioned."""
         state, version = self._state(table)
         if state.billing != ON_DEMAND:
             return "not-on-demand"
@@ -129,18 +154,19 @@ class Switcher:
             return self._switched_underneath(table, state, version)
         if description.get("TableStatus") != "ACTIVE":
             raise SwitchError(f"table {table} is {description.get('TableStatus')}, not ACTIVE")
-        levels = back_levels(table, state, description)
+        held = self._held(table)
+        levels = back_levels(table, state, description, held)
         table_calls.update(self.dynamodb, provisioned_request(table, levels))
-        self._register(state.targets, suspend=False)
+        self._restore(table, state, held)
         self._save(table, state.provisioned(), version)
         log_event("switched-to-provisioned", table=table, window=state.window, levels=levels)
         return "switched-to-provisioned"
 
     def _switched_underneath(self, table: str, state: SwitchState, version: int) -> str:
         """The table is provisioned again though its window switched it to on-demand (a
-        deploy of its template, or other hands): its targets restored, so it is never left
-        provisioned without its auto scaling."""
-        self._register(state.targets, suspend=False)
+        deploy of its template, or other hands): its targets restored (and its holds'
+        minimums), so it is never left provisioned without its auto scaling."""
+        self._restore(table, state)
         self._save(table, state.provisioned(), version)
         log_event(
             "switched-back-underneath",
