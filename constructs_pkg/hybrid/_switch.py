@@ -12,19 +12,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aws_cdk import Duration, Stack
+from aws_cdk import Annotations, Duration, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_scheduler as scheduler
 from constructs import Construct
 
 from ddb_capacity_runtime.core.names import METRICS_NAMESPACE, STORE_ENV, TARGET_TAG
+from ddb_capacity_runtime.hybrid.held import HOLD_STORES_ENV
 from ddb_capacity_runtime.schedule.on_demand_windows import OnDemandWindow
 
 from ..common._alarms import AlarmSet, AlarmSpec, deployment_metric, says
 from ..common._compliance import acknowledge, acknowledge_all
 from ..common._function_options import FunctionConfig
 from ..common._iam_statements import (
+    HOLD_STORE_ACTIONS,
     SCALABLE_TARGETS_FINDING,
     autoscaling_validation_statement,
     move_minimums_statement,
@@ -32,7 +34,7 @@ from ..common._iam_statements import (
     scalable_targets_reason,
     state_store_statement,
 )
-from ..common._lazy import lazy_list
+from ..common._lazy import lazy_json, lazy_list
 from ..common._runtime import runtime_function, state_store_table
 from ..common._scheduled_function import acknowledge_control_plane_function
 
@@ -63,6 +65,7 @@ class OnDemandSwitch(Construct):
     def __init__(self, scope: Construct, id: str) -> None:
         super().__init__(scope, id)
         self._tables: dict[str, _Table] = {}
+        self._hold_stores: list[tuple[dynamodb.ITable, dynamodb.ITable]] = []
         self.store = state_store_table(
             self,
             "StateStore",
@@ -155,6 +158,41 @@ class OnDemandSwitch(Construct):
             self.policy,
             f"AwsSolutions-IAM5[{SCALABLE_TARGETS_FINDING}]",
             scalable_targets_reason("with the names of the tables given on-demand windows"),
+        )
+
+    def read_holds(self, table: dynamodb.ITable, store: dynamodb.ITable) -> None:
+        """Let the function read and lease ``table``'s capacity holds in ``store``, the hold
+        store of the ``CapacityRequests`` that serves it (``CAPACITY_WINDOW_HOLD_STORES``,
+        and the hold store's actions on the items of the table's name alone): a window's end
+        returns the table no lower than its holds, and sets their minimums as a request
+        does. A store of another stack is not read, with a warning (the two stacks would
+        depend on each other)."""
+        if Stack.of(store) is not Stack.of(self):
+            Annotations.of(self).add_warning_v2(
+                "ddb-capacity:switch-holds-elsewhere",
+                f"the on-demand switch does not read the capacity holds of {store.node.path}, "
+                "a hold store of another stack: a request made during a window is not held "
+                "when the table returns to provisioned; put the CapacityRequests in the "
+                "table's stack",
+            )
+            return
+        if not self._hold_stores:
+            self.function.add_environment(
+                HOLD_STORES_ENV,
+                lazy_json(
+                    self, lambda: [[t.table_name, s.table_name] for t, s in self._hold_stores]
+                ),
+            )
+        self._hold_stores.append((table, store))
+        self.policy.add_statements(
+            iam.PolicyStatement(
+                sid=f"Holds{len(self._hold_stores)}",
+                actions=list(HOLD_STORE_ACTIONS),
+                resources=[store.table_arn],
+                conditions={
+                    "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [table.table_name]}
+                },
+            )
         )
 
     def _schedule(

@@ -48,6 +48,20 @@ class OnDemandWindows:
         self._owner, self._table, self._where = owner, table, where
         self._quota, self._defaults = quota, defaults
         self.windows: list[OnDemandWindow] = []
+        self._hold_store: dynamodb.ITable | None = None
+
+    def read_holds(self, store: dynamodb.ITable) -> None:
+        """The table's capacity holds are in ``store``: the stack's switch reads them at
+        each window's end (told now, or with the first window)."""
+        self._hold_store = store
+        if self.windows:
+            self._tell_switch()
+
+    def _tell_switch(self) -> None:
+        from ..hybrid._switch import on_demand_switch  # only with a window: its function
+
+        assert self._hold_store is not None
+        on_demand_switch(self._owner).read_holds(self._table, self._hold_store)
 
     def add(
         self,
@@ -93,6 +107,8 @@ class OnDemandWindows:
         check_windows(self._where, [*self.windows, window], _horizon_start())
         self.windows.append(window)
         self._render(window)
+        if len(self.windows) == 1 and self._hold_store is not None:
+            self._tell_switch()
         return window
 
     def _render(self, window: OnDemandWindow) -> None:

@@ -521,14 +521,17 @@ class TableCapacity(TableDelegation, Construct):
             listener(index_name)
 
     def _read_holds(self, store: dynamodb.ITable) -> None:
-        """(``CapacityRequests``) the table's settle step, made now or later, reads its
-        capacity holds in ``store`` (`settle._settle_step.SettleStep.read_holds`); told
-        twice, once."""
+        """(``CapacityRequests``) the table's settle step and its on-demand windows' switch,
+        made now or later, read its capacity holds in ``store``
+        (`settle._settle_step.SettleStep.read_holds`, `table._on_demand`); told twice,
+        once."""
         if self._hold_store is store:
             return
         self._hold_store = store
         if self._settle is not None:
             self._settle.read_holds(store)
+        if self._on_demand is not None:
+            self._on_demand.read_holds(store)
 
     def on_index_added(self, listener: Callable[[str], None]) -> None:
         """Call ``listener(index_name)`` for every GSI added from now on (a scaler that
@@ -637,6 +640,8 @@ class TableCapacity(TableDelegation, Construct):
             self._on_demand = OnDemandWindows(
                 self, self.table, self._where, self.table_quota, maxima
             )
+            if self._hold_store is not None:
+                self._on_demand.read_holds(self._hold_store)
         self._on_demand.add(
             id,
             start=start,
