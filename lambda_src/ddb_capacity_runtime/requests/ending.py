@@ -106,7 +106,9 @@ def release_rows(
     busy = [r for r in rows if r["status"] in WAITED_FOR]
     if not busy:
         return rows
-    unraised = _unraised(ctx, store, table, hold_id, deadline)
+    # a dimension of a table on-demand for a window (`aws.hold_table`): no decrease tried
+    waiting = any(r["status"] == Status.RETRY_NEXT_TICK and r["via"] == Via.NONE for r in busy)
+    unraised = _unraised(ctx, store, table, hold_id, deadline) if waiting else None
     if unraised is not None:
         tried = {(r["index"], r["dimension"]) for r in unraised}
         return [r for r in rows if (r["index"], r["dimension"]) not in tried] + unraised
