@@ -8,7 +8,8 @@ release during the window of a hold that raised nothing lets it go at once."""
 from __future__ import annotations
 
 import time
-from datetime import timedelta
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -19,8 +20,10 @@ from ddb_capacity_runtime.core.outcomes import Status
 from ddb_capacity_runtime.hybrid.held import hold_stores
 from ddb_capacity_runtime.hybrid.switcher import Switcher, Window
 from ddb_capacity_runtime.requests import request_capacity
+from ddb_capacity_runtime.requests import restorer as restorer_module
 from ddb_capacity_tools.local_aws import create_store_table
 from tests.support.moto_world import World
+from tests.support.surge_server import counted
 
 
 def _window_table(world: World, name: str) -> tuple[str, Switcher]:
@@ -68,6 +71,26 @@ def test_a_hold_is_kept_across_a_window_and_ended_after_it(aws_client: Any) -> N
     end_holds(ctx, world.store, name, lambda h: h.id == hold.id, deadline=time.time() + 5)
     assert world.target_min(name, "write") == 10
     assert _holds(world, name) == []
+
+
+def test_an_expired_hold_in_a_long_window_is_not_counted_busy(
+    aws_client: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a hold made before a window, which expires during it
+    world = World(aws_client)
+    name, switcher = _window_table(world, "Long")
+    hold = request_capacity(name, write=600, clients=world.clients, store=world.store)
+    switcher.start(name, Window("spikes", 6 * 3600, 1000, 1000))
+    with world.store.lease(name, None, "write", deadline=time.time() + 5) as lease:
+        (held,) = world.store.get(name, None, "write").holds  # type: ignore[union-attr]
+        lease.write(holds=[replace(held, expires=datetime.now(UTC) - timedelta(minutes=1))])
+    # WHEN the broker's restore runs mid-window, its hold expired
+    out = restorer_module.restore_tables([name], clients=world.clients, store=world.store)
+    # THEN the hold waits for the window's end: kept, not a failure, and not counted as
+    # busy (HoldsBusy, whose alarm is for tables stuck not ACTIVE)
+    assert [r["status"] for r in out["restored"]] == [Status.RETRY_NEXT_TICK]
+    assert out["failed"] == [] and _holds(world, name) == [hold.id]
+    assert counted(capsys.readouterr().out, "HoldsBusy") == 0
 
 
 def test_a_request_during_a_window_holds_the_table_when_it_returns(aws_client: Any) -> None:

@@ -215,7 +215,9 @@ def _end_dimension(
     """Under the dimension's lease, with ``fresh`` its item read under it: end the holds
     ``ending`` selects, and lower the dimension to what the others need. Returns its row: a
     ``busy`` one while its table or index is not ACTIVE (the holds stay), a ``dropped`` one
-    for an index gone (its holds forgotten)."""
+    for an index gone (its holds forgotten); a ``retry-next-tick`` one, not counted as busy,
+    while the table is on-demand for a window (`OnDemandForNow`: the holds stay, and the
+    window's end brings their level back)."""
     index, dim = fresh.scope
     stop.check(f"DescribeTable of {table}")
     try:
