@@ -10,6 +10,7 @@ Its refusals, failures and errors fold into the stack's one ``Failing`` alarm of
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from aws_cdk import Annotations, Duration, Stack
@@ -18,13 +19,19 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_scheduler as scheduler
 from constructs import Construct
 
+from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.core.names import METRICS_NAMESPACE, STORE_ENV, TARGET_TAG
 from ddb_capacity_runtime.hybrid.held import HOLD_STORES_ENV
 from ddb_capacity_runtime.schedule.on_demand_windows import OnDemandWindow
 
 from ..common._alarms import AlarmSet, AlarmSpec, deployment_metric, says
 from ..common._compliance import acknowledge, acknowledge_all
-from ..common._function_options import FunctionConfig
+from ..common._function_options import (
+    FunctionConfig,
+    FunctionDefaults,
+    FunctionOptions,
+    function_configs,
+)
 from ..common._iam_statements import (
     HOLD_STORE_ACTIONS,
     SCALABLE_TARGETS_FINDING,
@@ -41,8 +48,18 @@ from ..common._scheduled_function import acknowledge_control_plane_function
 SWITCH_ID = "OnDemandSwitch"
 CHECK_EVERY = Duration.minutes(15)
 """How often the switch checks its tables between the windows' own starts and ends."""
-CONFIG = FunctionConfig(256, Duration.minutes(2))
-"""The switch function: each table's start or end is a few calls (well under a minute)."""
+FUNCTION = "Switch"
+"""The switch function's name in ``function_options``."""
+FUNCTION_DEFAULTS = {
+    FUNCTION: FunctionDefaults(
+        256,
+        Duration.minutes(2),
+        shortest=Duration.minutes(1),
+        why="a check serves every table of the stack, each a few calls and, for a held "
+        "table, a wait of up to 20 seconds for each held dimension's lease",
+    )
+}
+"""The switch function's defaults (256 MB, 2 minutes) and the timeouts its work allows."""
 HANDLER = "ddb_capacity_runtime.hybrid.handler.lambda_handler"
 ASYNC_REASON = (
     "EventBridge Scheduler retries a failed invocation (twice, within 15 minutes); every "
@@ -62,8 +79,10 @@ class OnDemandSwitch(Construct):
     """The stack's switch (`on_demand_switch` makes it once): its function, state store,
     scheduler role, check schedule and alarm; each window adds its two schedules."""
 
-    def __init__(self, scope: Construct, id: str) -> None:
+    def __init__(self, scope: Construct, id: str, config: FunctionConfig | None = None) -> None:
         super().__init__(scope, id)
+        self.config = config or switch_config(f"the on-demand switch {scope.node.path}", None)
+        """The function's settings (``function_options`` merged over `FUNCTION_DEFAULTS`)."""
         self._tables: dict[str, _Table] = {}
         self._hold_stores: list[tuple[dynamodb.ITable, dynamodb.ITable]] = []
         self.store = state_store_table(
@@ -78,7 +97,7 @@ class OnDemandSwitch(Construct):
             "Function",
             handler=HANDLER,
             description="the on-demand switch of DynamoDB tables' on-demand windows",
-            config=CONFIG,
+            config=self.config,
             environment={STORE_ENV: self.store.table_name},
         )
         acknowledge_control_plane_function(self.function, "DynamoDB and Application Auto Scaling")
@@ -292,11 +311,28 @@ def _index_arns(table: dynamodb.ITable) -> str:
     )
 
 
-def on_demand_switch(scope: Construct) -> OnDemandSwitch:
-    """The stack's one switch, made on first use."""
+def switch_config(where: str, options: Mapping[str, FunctionOptions] | None) -> FunctionConfig:
+    """``function_options`` of a window (only ``"Switch"``), checked and merged over the
+    switch function's defaults."""
+    return function_configs(where, options, FUNCTION_DEFAULTS)[FUNCTION]
+
+
+def on_demand_switch(
+    scope: Construct, where: str = "", options: Mapping[str, FunctionOptions] | None = None
+) -> OnDemandSwitch:
+    """The stack's one switch, made on first use with ``options`` (a window's
+    ``function_options``, checked and named by ``where``); options given later must say
+    what the switch has."""
     stack = Stack.of(scope)
+    config = switch_config(where, options) if options is not None else None
     existing = stack.node.try_find_child(SWITCH_ID)
     if existing is None:
-        return OnDemandSwitch(stack, SWITCH_ID)
+        return OnDemandSwitch(stack, SWITCH_ID, config)
     assert isinstance(existing, OnDemandSwitch)
+    if config is not None and config != existing.config:
+        raise CapacityConfigError(
+            f"{where}: function_options: got {config} for the stack's on-demand switch, which "
+            f"has {existing.config} already (one switch a stack): give the same "
+            "function_options with every window of the stack, or with its first window only"
+        )
     return existing

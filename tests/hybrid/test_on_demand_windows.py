@@ -10,6 +10,7 @@ import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import aws_cdk as cdk
 import pytest
@@ -20,6 +21,7 @@ from aws_cdk.assertions import Match, Template
 from constructs_pkg import (
     Capacity,
     CapacityRequests,
+    FunctionOptions,
     ProvisionedTable,
     acknowledge,
     apply_nag_packs,
@@ -282,3 +284,77 @@ def test_the_five_nag_packs_and_cfn_lint_pass_with_a_window_and_requests(tmp_pat
         timeout=300,
     )
     assert result.returncode in (0, 4), result.stdout
+
+
+def _switch_function(template: Template) -> dict[str, Any]:
+    (function,) = template.find_resources(
+        "AWS::Lambda::Function",
+        {"Properties": {"Handler": "ddb_capacity_runtime.hybrid.handler.lambda_handler"}},
+    ).values()
+    return dict(function["Properties"])
+
+
+def test_the_switch_function_takes_function_options(stack: cdk.Stack) -> None:
+    # GIVEN two windows of two tables, the first giving the switch's function options
+    options = {"Switch": FunctionOptions(memory_size=512, timeout=Duration.minutes(5))}
+    orders(stack).add_on_demand_window(
+        "Evening", start="18:00", duration=Duration.hours(3), function_options=options
+    )
+    orders(stack, "Customers").add_on_demand_window(
+        "Morning", start="08:00", duration=Duration.hours(1)
+    )
+    # THEN the stack's one switch function has them
+    properties = _switch_function(Template.from_stack(stack))
+    assert (properties["MemorySize"], properties["Timeout"]) == (512, 300)
+
+
+def test_the_switch_function_keeps_its_defaults_without_options(stack: cdk.Stack) -> None:
+    orders(stack).add_on_demand_window("Evening", start="18:00", duration=Duration.hours(3))
+    properties = _switch_function(Template.from_stack(stack))
+    assert (properties["MemorySize"], properties["Timeout"]) == (256, 120)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            {"Switch": FunctionOptions(timeout=Duration.seconds(30))},
+            r"Orders on-demand window 'W': function_options\['Switch'\]: timeout",
+        ),
+        (
+            {"Settle": FunctionOptions(memory_size=512)},
+            r"function_options: unknown function 'Settle'; expected one of: Switch",
+        ),
+        (
+            {"Switch": FunctionOptions(memory_size=64)},
+            r"function_options\['Switch'\]: memory_size",
+        ),
+    ],
+)
+def test_bad_switch_function_options_are_refused_naming_the_field(
+    stack: cdk.Stack, options: dict[str, FunctionOptions], message: str
+) -> None:
+    with pytest.raises(CapacityConfigError, match=message):
+        orders(stack).add_on_demand_window(
+            "W", start="10:00", duration=Duration.hours(1), function_options=options
+        )
+
+
+def test_a_window_giving_other_switch_options_is_refused_and_left_out(stack: cdk.Stack) -> None:
+    # GIVEN a window that made the switch with its defaults
+    table = orders(stack)
+    table.add_on_demand_window("A", start="08:00", duration=Duration.hours(1))
+    # WHEN another window gives other options, THEN it is refused, saying what the switch has
+    with pytest.raises(
+        CapacityConfigError,
+        match=r"on-demand window 'B': function_options: got 1024 MB, a timeout of 2 minutes.* "
+        r"which has 256 MB, a timeout of 2 minutes.* already \(one switch a stack\)",
+    ):
+        table.add_on_demand_window(
+            "B",
+            start="18:00",
+            duration=Duration.hours(1),
+            function_options={"Switch": FunctionOptions(memory_size=1024)},
+        )
+    # AND the refused window left nothing behind
+    assert {s.window.name for s in table.on_demand_preview(count=8, start=MONDAY)} == {"A"}
