@@ -66,16 +66,39 @@ class Switcher:
         return None if name is None else HoldStore(self.dynamodb, name, WIDEST, self.clock)
 
     def _restore(
-        self, table: str, state: SwitchState, held: Mapping[str, int] | None = None
-    ) -> None:
-        """The targets registered again as they were before the window, then each held
-        one's minimum raised to its holds' level (``held``, read now when not given:
-        `held.hold_minimums`)."""
-        self._register(state.targets, suspend=False)
+        self,
+        table: str,
+        state: SwitchState,
+        description: dict[str, Any],
+        held: Mapping[str, int] | None = None,
+    ) -> list[Target]:
+        """The targets that still exist registered again as they were before the window,
+        then each held one's minimum raised to its holds' level (``held``, read now when
+        not given: `held.hold_minimums`). Returns the targets deregistered since the window
+        started: not registered again (see `end`)."""
+        live = {(t.resource_id, t.dimension) for t in self._targets(table, description)}
+        present = [t for t in state.targets if (t.resource_id, t.dimension) in live]
+        self._register(present, suspend=False)
         holds = self._holds(table)
         if holds is not None:
             held = held_levels(holds, table) if held is None else held
-            hold_minimums(holds, self.aas, table, state.targets, held)
+            hold_minimums(holds, self.aas, table, present, held)
+        return [t for t in state.targets if t not in present]
+
+    def _ended(self, table: str, state: SwitchState, version: int, gone: list[Target]) -> None:
+        """The window's state dropped; a target deregistered during the window is a
+        `SwitchError` (counted ``SwitchFailed``, alarmed) once the rest is done: the
+        switch may only register targets tagged with the table's name, which a new target
+        is not, so its dimension stays without auto scaling until a deploy registers it."""
+        self._save(table, state.provisioned(), version)
+        if gone:
+            names = ", ".join(f"{t.resource_id} {t.dimension}" for t in gone)
+            raise SwitchError(
+                f"table {table}: scalable target(s) {names} were deregistered during window "
+                f"{state.window} and are not registered again (the switch may change only "
+                "targets tagged with the table's name): the table is provisioned, and those "
+                "dimensions have no auto scaling until a deploy registers their targets"
+            )
 
     def _held(self, table: str) -> dict[str, int]:
         holds = self._holds(table)
@@ -145,29 +168,31 @@ class Switcher:
     def end(self, table: str) -> str:
         """Switch ``table`` back to provisioned (no lower than before its window, nor than
         its active capacity holds) and restore its targets exactly, each held one's minimum
-        then raised to its holds; nothing when the switch left it provisioned."""
+        then raised to its holds; nothing when the switch left it provisioned. A target
+        deregistered during the window is not registered again (`_ended`)."""
         state, version = self._state(table)
         if state.billing != ON_DEMAND:
             return "not-on-demand"
         description = table_calls.describe(self.dynamodb, table)
         if billing_of(description) == PROVISIONED:
-            return self._switched_underneath(table, state, version)
+            return self._switched_underneath(table, state, version, description)
         if description.get("TableStatus") != "ACTIVE":
             raise SwitchError(f"table {table} is {description.get('TableStatus')}, not ACTIVE")
         held = self._held(table)
         levels = back_levels(table, state, description, held)
         table_calls.update(self.dynamodb, provisioned_request(table, levels))
-        self._restore(table, state, held)
-        self._save(table, state.provisioned(), version)
+        gone = self._restore(table, state, description, held)
         log_event("switched-to-provisioned", table=table, window=state.window, levels=levels)
+        self._ended(table, state, version, gone)
         return "switched-to-provisioned"
 
-    def _switched_underneath(self, table: str, state: SwitchState, version: int) -> str:
+    def _switched_underneath(
+        self, table: str, state: SwitchState, version: int, description: dict[str, Any]
+    ) -> str:
         """The table is provisioned again though its window switched it to on-demand (a
         deploy of its template, or other hands): its targets restored (and its holds'
         minimums), so it is never left provisioned without its auto scaling."""
-        self._restore(table, state)
-        self._save(table, state.provisioned(), version)
+        gone = self._restore(table, state, description)
         log_event(
             "switched-back-underneath",
             level=logging.WARNING,
@@ -175,6 +200,7 @@ class Switcher:
             window=state.window,
             consequence="its scalable targets are restored; the window ends early",
         )
+        self._ended(table, state, version, gone)
         return "switched-back-underneath"
 
     def check(self, table: str) -> str:
@@ -188,7 +214,7 @@ class Switcher:
             return self.end(table)
         description = table_calls.describe(self.dynamodb, table)
         if billing_of(description) == PROVISIONED:
-            return self._switched_underneath(table, state, version)
+            return self._switched_underneath(table, state, version, description)
         live = self._targets(table, description)
         resumed = [t for t in live if not all(t.suspended.values())]
         self._register(resumed, suspend=True)
