@@ -223,8 +223,8 @@ def _end_dimension(
     try:
         managed = read_table(ctx, table, None, None)
     except CapacityRequestTimeout as exc:
-        # on-demand for a window: not busy (not alarmed); its end brings the holds' level back
-        busy = Status.RETRY_NEXT_TICK if isinstance(exc, OnDemandForNow) else Status.BUSY
+        # on-demand for a window (`OnDemandForNow.status`): not busy, its end brings them back
+        busy = getattr(exc, "status", Status.BUSY)
         return [result_row(table, index, dim, Via.NONE, 0, 0, busy, note=str(exc))]
     except TableGone as exc:
         lease.write(holds=[])

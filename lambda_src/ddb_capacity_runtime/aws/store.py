@@ -161,11 +161,6 @@ class HoldLimits:
     quota: int = DEFAULT_TABLE_QUOTA
 
 
-WIDEST = HoldLimits(MAX_TABLE_QUOTA, MAX_HOLD, MAX_TABLE_QUOTA, MAX_TABLE_QUOTA)
-"""The bounds a hold is read within by a function not told its ``CapacityRequests``' own: the
-widest any allows. A hold within them is obeyed, which can only keep a dimension higher."""
-
-
 @dataclass
 class HoldStore:
     """The store table ``name``, through ``dynamodb``. ``clock``: the time (POSIX seconds)

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 from ..aws import switch_calls as calls
 from ..aws import table_calls
 from ..aws.discovery import table_resource_ids
-from ..aws.store import WIDEST, HoldStore
+from ..aws.hold_bounds import WIDEST
+from ..aws.store import HoldStore
 from ..core.errors import SwitchError
 from ..core.switches import MAX_SWITCHES, recent, switch_allowed
 from ..events import log_event

@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING
 from botocore import exceptions as botocore_errors
 
 from ..aws.error_codes import describe_error, error_code, http_status, is_throttle
-from ..aws.store import WIDEST, HoldStore
+from ..aws.hold_bounds import WIDEST
+from ..aws.store import HoldStore
 from ..core.errors import HoldsUnread, shown_text
 from ..core.holds import level
 from ..core.names import MAX_TABLE_QUOTA, scope_label
