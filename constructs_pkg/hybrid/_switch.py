@@ -12,12 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from aws_cdk import Annotations, Duration, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_scheduler as scheduler
 from constructs import Construct
+
+if TYPE_CHECKING:
+    from aws_cdk import aws_lambda as lambda_
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.core.names import METRICS_NAMESPACE, STORE_ENV, TARGET_TAG
@@ -79,10 +83,9 @@ class OnDemandSwitch(Construct):
     """The stack's switch (`on_demand_switch` makes it once): its function, state store,
     scheduler role, check schedule and alarm; each window adds its two schedules."""
 
-    def __init__(self, scope: Construct, id: str, config: FunctionConfig | None = None) -> None:
+    def __init__(self, scope: Construct, id: str, config: FunctionConfig) -> None:
         super().__init__(scope, id)
-        self.config = config or switch_config(f"the on-demand switch {scope.node.path}", None)
-        """The function's settings (``function_options`` merged over `FUNCTION_DEFAULTS`)."""
+        self.config = config  # its function's settings (`switch_config`)
         self._tables: dict[str, _Table] = {}
         self._hold_stores: list[tuple[dynamodb.ITable, dynamodb.ITable]] = []
         self.store = state_store_table(
@@ -100,17 +103,7 @@ class OnDemandSwitch(Construct):
             config=self.config,
             environment={STORE_ENV: self.store.table_name},
         )
-        acknowledge_control_plane_function(self.function, "DynamoDB and Application Auto Scaling")
-        acknowledge_all(
-            self.function,
-            {
-                f"{p}-LambdaDLQ": ASYNC_REASON
-                for p in ("Serverless", "HIPAA.Security", "NIST.800.53.R5")
-            }
-            | {
-                f"{p}-LambdaConcurrency": ASYNC_REASON for p in ("HIPAA.Security", "NIST.800.53.R5")
-            },
-        )
+        _acknowledge_function(self.function)
         self._grant()
         self.role = iam.Role(
             self,
@@ -299,6 +292,16 @@ class OnDemandSwitch(Construct):
         return alarm_set.alarms
 
 
+def _acknowledge_function(function: lambda_.Function) -> None:
+    """The switch function's findings that do not apply, acknowledged with their reasons."""
+    acknowledge_control_plane_function(function, "DynamoDB and Application Auto Scaling")
+    acknowledge_all(
+        function,
+        {f"{p}-LambdaDLQ": ASYNC_REASON for p in ("Serverless", "HIPAA.Security", "NIST.800.53.R5")}
+        | {f"{p}-LambdaConcurrency": ASYNC_REASON for p in ("HIPAA.Security", "NIST.800.53.R5")},
+    )
+
+
 def _index_arns(table: dynamodb.ITable) -> str:
     """How cdk-nag prints the ARN of ``table``'s indexes: its own table's by its logical id,
     one imported by name by its name."""
@@ -327,7 +330,7 @@ def on_demand_switch(
     config = switch_config(where, options) if options is not None else None
     existing = stack.node.try_find_child(SWITCH_ID)
     if existing is None:
-        return OnDemandSwitch(stack, SWITCH_ID, config)
+        return OnDemandSwitch(stack, SWITCH_ID, config or switch_config(where, None))
     assert isinstance(existing, OnDemandSwitch)
     if config is not None and config != existing.config:
         raise CapacityConfigError(

@@ -214,16 +214,13 @@ def _end_dimension(
 ) -> list[dict[str, Any]]:
     """Under the dimension's lease, with ``fresh`` its item read under it: end the holds
     ``ending`` selects, and lower the dimension to what the others need. Returns its row: a
-    ``busy`` one while its table or index is not ACTIVE (the holds stay), a ``dropped`` one
-    for an index gone (its holds forgotten); a ``retry-next-tick`` one, not counted as busy,
-    while the table is on-demand for a window (`OnDemandForNow`: the holds stay, and the
-    window's end brings their level back)."""
+    ``busy`` one while its table or index is not ACTIVE (the holds stay; on-demand for a
+    window, `OnDemandForNow.status`), a ``dropped`` one for an index gone (its holds forgotten)."""
     index, dim = fresh.scope
     stop.check(f"DescribeTable of {table}")
     try:
         managed = read_table(ctx, table, None, None)
     except CapacityRequestTimeout as exc:
-        # on-demand for a window (`OnDemandForNow.status`): not busy, its end brings them back
         busy = getattr(exc, "status", Status.BUSY)
         return [result_row(table, index, dim, Via.NONE, 0, 0, busy, note=str(exc))]
     except TableGone as exc:

@@ -247,16 +247,29 @@ def request_capacity(
     try:  # the table and index exist, and are ACTIVE; the traffic on them now
         managed = read_table(ctx, table, index, deadline)
     except OnDemandForNow:  # served at once: its holds kept for when it is provisioned again
-        targets = _window_targets(ctx, table, index, wanted)
-        floors = {dim: t.min_capacity for dim, t in targets.items()}
-        traffic = current_traffic(ctx, table, index, targets, floors)
-        held = {dim: wanted[dim] for dim in targets}
-        unraised = functools.partial(_hold_unraised, targets=targets)
-        _make_holds(ctx, holds_store, handle, held, traffic, deadline, unraised)
+        _hold_for_window(ctx, holds_store, handle, wanted, deadline)
         return handle
     traffic = current_traffic(ctx, table, index, wanted, provisioned_of(managed, index))
     _make_holds(ctx, holds_store, handle, wanted, traffic, deadline)
     return handle
+
+
+def _hold_for_window(
+    ctx: Context,
+    store: HoldStore,
+    handle: CapacityHold,
+    wanted: Mapping[str, int],
+    deadline: float,
+) -> None:
+    """A request on a table on-demand for a window: its hold recorded on each dimension
+    ``wanted`` that has a scalable target, over the traffic now (where CloudWatch is not
+    trusted, over the target's minimum at least), and nothing raised (`_hold_unraised`)."""
+    targets = _window_targets(ctx, handle.table, handle.index, wanted)
+    floors = {dim: t.min_capacity for dim, t in targets.items()}
+    traffic = current_traffic(ctx, handle.table, handle.index, targets, floors)
+    held = {dim: wanted[dim] for dim in targets}
+    unraised = functools.partial(_hold_unraised, targets=targets)
+    _make_holds(ctx, store, handle, held, traffic, deadline, unraised)
 
 
 def _window_targets(
