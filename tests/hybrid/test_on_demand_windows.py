@@ -215,7 +215,7 @@ def test_the_five_nag_packs_and_cfn_lint_pass_with_a_window(tmp_path: Path) -> N
     assert result.returncode in (0, 4), result.stdout
 
 
-def _switch_reads(template: Template) -> tuple[object, list[dict[str, object]]]:
+def _switch_reads(template: Template) -> tuple[Any, list[dict[str, Any]]]:
     """The switch function's hold stores setting, and its statements on a hold store."""
     (function,) = template.find_resources(
         "AWS::Lambda::Function",
