@@ -221,6 +221,11 @@ def request_capacity(
     ``store`` given overrides ``$CAPACITY_BROKER``; ``broker`` and ``store`` both given is
     refused.
 
+    On a table on-demand for a window (on-demand with its scalable targets kept), the request
+    is served at once and raises nothing; its hold is recorded on each dimension that has a
+    scalable target (``levels``: the level the table comes back at no lower than, at the
+    window's end, while the hold lasts).
+
     Raises [`CapacityRequestError`][ddb_capacity_runtime.requests.CapacityRequestError] for bad
     input or a table that cannot take the request, and
     [`CapacityRequestTimeout`][ddb_capacity_runtime.requests.CapacityRequestTimeout] when
