@@ -219,12 +219,8 @@ def request_capacity(
     administrator with the rights the broker has), the hold is recorded in the hold store
     ``store`` (a table name; default ``$CAPACITY_HOLDS_TABLE``) and the table raised here.
     ``store`` given overrides ``$CAPACITY_BROKER``; ``broker`` and ``store`` both given is
-    refused.
-
-    On a table on-demand for a window (on-demand with its scalable targets kept), the request
-    is served at once and raises nothing; its hold is recorded on each dimension that has a
-    scalable target (``levels``: the level the table comes back at no lower than, at the
-    window's end, while the hold lasts).
+    refused. On a table on-demand for a window, it is served at once, its hold recorded and
+    nothing raised (`_hold_for_window`).
 
     Raises [`CapacityRequestError`][ddb_capacity_runtime.requests.CapacityRequestError] for bad
     input or a table that cannot take the request, and
