@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from ddb_capacity_runtime.aws.hold_table import Context, end_holds, restore_expired
-from ddb_capacity_runtime.core.errors import SwitchError
+from ddb_capacity_runtime.core.errors import CapacityRequestFailed, SwitchError
 from ddb_capacity_runtime.core.outcomes import Status
 from ddb_capacity_runtime.hybrid.held import hold_stores
 from ddb_capacity_runtime.hybrid.switcher import Switcher, Window
@@ -179,3 +179,23 @@ def test_the_hold_stores_setting_is_read(text: str | None, expected: dict[str, s
 def test_a_bad_hold_stores_setting_is_refused_by_name(text: str) -> None:
     with pytest.raises(SwitchError, match="CAPACITY_WINDOW_HOLD_STORES: got"):
         hold_stores(text)
+
+
+def test_a_release_during_the_window_of_a_hold_that_raised_its_minimum_fails(
+    aws_client: Any,
+) -> None:
+    # GIVEN a hold that raised the minimum to 600 before the window
+    world = World(aws_client)
+    name, switcher = _window_table(world, "Raised")
+    hold = request_capacity(name, write=600, clients=world.clients, store=world.store)
+    switcher.start(name, Window("spikes", 3600, 1000, 1000))
+    # WHEN it is released during the window
+    # THEN the release fails, saying the minimum returns with the table, and the hold stays
+    with pytest.raises(CapacityRequestFailed, match="on-demand for a window"):
+        hold.release()
+    assert _holds(world, name) == [hold.id] and not hold.released
+    # AND after the window a release lowers the minimum to its base
+    switcher.end(name)
+    assert world.target_min(name, "write") == 600
+    hold.release()
+    assert world.target_min(name, "write") == 10 and _holds(world, name) == []
