@@ -10,21 +10,34 @@ Its refusals, failures and errors fold into the stack's one ``Failing`` alarm of
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from aws_cdk import Duration, Stack
+from aws_cdk import Annotations, Duration, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_scheduler as scheduler
 from constructs import Construct
 
+if TYPE_CHECKING:
+    from aws_cdk import aws_lambda as lambda_
+
+from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.core.names import METRICS_NAMESPACE, STORE_ENV, TARGET_TAG
+from ddb_capacity_runtime.hybrid.held import HOLD_STORES_ENV
 from ddb_capacity_runtime.schedule.on_demand_windows import OnDemandWindow
 
 from ..common._alarms import AlarmSet, AlarmSpec, deployment_metric, says
 from ..common._compliance import acknowledge, acknowledge_all
-from ..common._function_options import FunctionConfig
+from ..common._function_options import (
+    FunctionConfig,
+    FunctionDefaults,
+    FunctionOptions,
+    function_configs,
+)
 from ..common._iam_statements import (
+    HOLD_STORE_ACTIONS,
     SCALABLE_TARGETS_FINDING,
     autoscaling_validation_statement,
     move_minimums_statement,
@@ -32,15 +45,25 @@ from ..common._iam_statements import (
     scalable_targets_reason,
     state_store_statement,
 )
-from ..common._lazy import lazy_list
+from ..common._lazy import lazy_json, lazy_list
 from ..common._runtime import runtime_function, state_store_table
 from ..common._scheduled_function import acknowledge_control_plane_function
 
 SWITCH_ID = "OnDemandSwitch"
 CHECK_EVERY = Duration.minutes(15)
 """How often the switch checks its tables between the windows' own starts and ends."""
-CONFIG = FunctionConfig(256, Duration.minutes(2))
-"""The switch function: each table's start or end is a few calls (well under a minute)."""
+FUNCTION = "Switch"
+"""The switch function's name in ``function_options``."""
+FUNCTION_DEFAULTS = {
+    FUNCTION: FunctionDefaults(
+        256,
+        Duration.minutes(2),
+        shortest=Duration.minutes(1),
+        why="a check serves every table of the stack, each a few calls and, for a held "
+        "table, a wait of up to 20 seconds for each held dimension's lease",
+    )
+}
+"""The switch function's defaults (256 MB, 2 minutes) and the timeouts its work allows."""
 HANDLER = "ddb_capacity_runtime.hybrid.handler.lambda_handler"
 ASYNC_REASON = (
     "EventBridge Scheduler retries a failed invocation (twice, within 15 minutes); every "
@@ -60,9 +83,11 @@ class OnDemandSwitch(Construct):
     """The stack's switch (`on_demand_switch` makes it once): its function, state store,
     scheduler role, check schedule and alarm; each window adds its two schedules."""
 
-    def __init__(self, scope: Construct, id: str) -> None:
+    def __init__(self, scope: Construct, id: str, config: FunctionConfig) -> None:
         super().__init__(scope, id)
+        self.config = config  # its function's settings (`switch_config`)
         self._tables: dict[str, _Table] = {}
+        self._hold_stores: list[tuple[dynamodb.ITable, dynamodb.ITable]] = []
         self.store = state_store_table(
             self,
             "StateStore",
@@ -75,20 +100,10 @@ class OnDemandSwitch(Construct):
             "Function",
             handler=HANDLER,
             description="the on-demand switch of DynamoDB tables' on-demand windows",
-            config=CONFIG,
+            config=self.config,
             environment={STORE_ENV: self.store.table_name},
         )
-        acknowledge_control_plane_function(self.function, "DynamoDB and Application Auto Scaling")
-        acknowledge_all(
-            self.function,
-            {
-                f"{p}-LambdaDLQ": ASYNC_REASON
-                for p in ("Serverless", "HIPAA.Security", "NIST.800.53.R5")
-            }
-            | {
-                f"{p}-LambdaConcurrency": ASYNC_REASON for p in ("HIPAA.Security", "NIST.800.53.R5")
-            },
-        )
+        _acknowledge_function(self.function)
         self._grant()
         self.role = iam.Role(
             self,
@@ -155,6 +170,41 @@ class OnDemandSwitch(Construct):
             self.policy,
             f"AwsSolutions-IAM5[{SCALABLE_TARGETS_FINDING}]",
             scalable_targets_reason("with the names of the tables given on-demand windows"),
+        )
+
+    def read_holds(self, table: dynamodb.ITable, store: dynamodb.ITable) -> None:
+        """Let the function read and lease ``table``'s capacity holds in ``store``, the hold
+        store of the ``CapacityRequests`` that serves it (``CAPACITY_WINDOW_HOLD_STORES``,
+        and the hold store's actions on the items of the table's name alone): a window's end
+        returns the table no lower than its holds, and sets their minimums as a request
+        does. A store of another stack is not read, with a warning (the two stacks would
+        depend on each other)."""
+        if Stack.of(store) is not Stack.of(self):
+            Annotations.of(self).add_warning_v2(
+                "ddb-capacity:switch-holds-elsewhere",
+                f"the on-demand switch does not read the capacity holds of {store.node.path}, "
+                "a hold store of another stack: a request made during a window is not held "
+                "when the table returns to provisioned; put the CapacityRequests in the "
+                "table's stack",
+            )
+            return
+        if not self._hold_stores:
+            self.function.add_environment(
+                HOLD_STORES_ENV,
+                lazy_json(
+                    self, lambda: [[t.table_name, s.table_name] for t, s in self._hold_stores]
+                ),
+            )
+        self._hold_stores.append((table, store))
+        self.policy.add_statements(
+            iam.PolicyStatement(
+                sid=f"Holds{len(self._hold_stores)}",
+                actions=list(HOLD_STORE_ACTIONS),
+                resources=[store.table_arn],
+                conditions={
+                    "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [table.table_name]}
+                },
+            )
         )
 
     def _schedule(
@@ -242,6 +292,16 @@ class OnDemandSwitch(Construct):
         return alarm_set.alarms
 
 
+def _acknowledge_function(function: lambda_.Function) -> None:
+    """The switch function's findings that do not apply, acknowledged with their reasons."""
+    acknowledge_control_plane_function(function, "DynamoDB and Application Auto Scaling")
+    acknowledge_all(
+        function,
+        {f"{p}-LambdaDLQ": ASYNC_REASON for p in ("Serverless", "HIPAA.Security", "NIST.800.53.R5")}
+        | {f"{p}-LambdaConcurrency": ASYNC_REASON for p in ("HIPAA.Security", "NIST.800.53.R5")},
+    )
+
+
 def _index_arns(table: dynamodb.ITable) -> str:
     """How cdk-nag prints the ARN of ``table``'s indexes: its own table's by its logical id,
     one imported by name by its name."""
@@ -254,11 +314,28 @@ def _index_arns(table: dynamodb.ITable) -> str:
     )
 
 
-def on_demand_switch(scope: Construct) -> OnDemandSwitch:
-    """The stack's one switch, made on first use."""
+def switch_config(where: str, options: Mapping[str, FunctionOptions] | None) -> FunctionConfig:
+    """``function_options`` of a window (only ``"Switch"``), checked and merged over the
+    switch function's defaults."""
+    return function_configs(where, options, FUNCTION_DEFAULTS)[FUNCTION]
+
+
+def on_demand_switch(
+    scope: Construct, where: str = "", options: Mapping[str, FunctionOptions] | None = None
+) -> OnDemandSwitch:
+    """The stack's one switch, made on first use with ``options`` (a window's
+    ``function_options``, checked and named by ``where``); options given later must say
+    what the switch has."""
     stack = Stack.of(scope)
+    config = switch_config(where, options) if options is not None else None
     existing = stack.node.try_find_child(SWITCH_ID)
     if existing is None:
-        return OnDemandSwitch(stack, SWITCH_ID)
+        return OnDemandSwitch(stack, SWITCH_ID, config or switch_config(where, None))
     assert isinstance(existing, OnDemandSwitch)
+    if config is not None and config != existing.config:
+        raise CapacityConfigError(
+            f"{where}: function_options: got {config} for the stack's on-demand switch, which "
+            f"has {existing.config} already (one switch a stack): give the same "
+            "function_options with every window of the stack, or with its first window only"
+        )
     return existing

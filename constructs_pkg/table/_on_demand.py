@@ -8,7 +8,7 @@ on-demand switch (`constructs_pkg.hybrid`), which is made with the first window 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
 from aws_cdk import Duration, TimeZone
@@ -26,6 +26,7 @@ from ddb_capacity_runtime.schedule.on_demand_windows import (
     switches,
 )
 
+from ..common._function_options import FunctionOptions
 from ..common._props import duration_prop, known_at_synth
 from ._parts import as_timedelta
 
@@ -48,6 +49,20 @@ class OnDemandWindows:
         self._owner, self._table, self._where = owner, table, where
         self._quota, self._defaults = quota, defaults
         self.windows: list[OnDemandWindow] = []
+        self._hold_store: dynamodb.ITable | None = None
+
+    def read_holds(self, store: dynamodb.ITable) -> None:
+        """The table's capacity holds are in ``store``: the stack's switch reads them at
+        each window's end (told now, or with the first window)."""
+        self._hold_store = store
+        if self.windows:
+            self._tell_switch()
+
+    def _tell_switch(self) -> None:
+        from ..hybrid._switch import on_demand_switch  # only with a window: its function
+
+        assert self._hold_store is not None
+        on_demand_switch(self._owner).read_holds(self._table, self._hold_store)
 
     def add(
         self,
@@ -59,6 +74,7 @@ class OnDemandWindows:
         week_days: Sequence[str] | None,
         max_read_request_units: int | None,
         max_write_request_units: int | None,
+        function_options: Mapping[str, FunctionOptions] | None = None,
     ) -> OnDemandWindow:
         """Check the window alone and with the others, then render its schedules."""
         named = f"{self._where} on-demand window {id!r}"
@@ -91,15 +107,20 @@ class OnDemandWindows:
                 "ids must be unique per table"
             )
         check_windows(self._where, [*self.windows, window], _horizon_start())
+        self._render(window, named, function_options)
         self.windows.append(window)
-        self._render(window)
+        if len(self.windows) == 1 and self._hold_store is not None:
+            self._tell_switch()
         return window
 
-    def _render(self, window: OnDemandWindow) -> None:
+    def _render(
+        self, window: OnDemandWindow, named: str, options: Mapping[str, FunctionOptions] | None
+    ) -> None:
         from ..hybrid._switch import on_demand_switch  # only with a window: its function
 
+        switch = on_demand_switch(self._owner, named, options)  # checked before it is added
         scope = Construct(self._owner, f"OnDemandWindow{window.name}")
-        on_demand_switch(self._owner).add_window(scope, self._table, window)
+        switch.add_window(scope, self._table, window)
 
     def preview(self, count: int, start: datetime) -> list[Switch]:
         """The next ``count`` switches of the table's windows from ``start``."""

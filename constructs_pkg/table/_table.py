@@ -521,14 +521,17 @@ class TableCapacity(TableDelegation, Construct):
             listener(index_name)
 
     def _read_holds(self, store: dynamodb.ITable) -> None:
-        """(``CapacityRequests``) the table's settle step, made now or later, reads its
-        capacity holds in ``store`` (`settle._settle_step.SettleStep.read_holds`); told
-        twice, once."""
+        """(``CapacityRequests``) the table's settle step and its on-demand windows' switch,
+        made now or later, read its capacity holds in ``store``
+        (`settle._settle_step.SettleStep.read_holds`, `table._on_demand`); told twice,
+        once."""
         if self._hold_store is store:
             return
         self._hold_store = store
         if self._settle is not None:
             self._settle.read_holds(store)
+        if self._on_demand is not None:
+            self._on_demand.read_holds(store)
 
     def on_index_added(self, listener: Callable[[str], None]) -> None:
         """Call ``listener(index_name)`` for every GSI added from now on (a scaler that
@@ -616,6 +619,7 @@ class TableCapacity(TableDelegation, Construct):
         week_days: Sequence[str] | None = None,
         max_read_request_units: int | None = None,
         max_write_request_units: int | None = None,
+        function_options: Mapping[str, FunctionOptions] | None = None,
     ) -> None:
         """Switch the table (its GSIs with it) to on-demand from ``start`` (HH:MM in
         ``time_zone``, default UTC) for ``duration`` (1 minute to under 24 hours) on
@@ -626,7 +630,10 @@ class TableCapacity(TableDelegation, Construct):
         through the window and restored exactly after. Refused at once: windows that overlap,
         or more than DynamoDB's 4 switches to on-demand in any rolling 24 hours. The stack's
         on-demand switch (a function, its state store, its schedules and its alarm) is
-        made with the first window (docs: On-demand windows)."""
+        made with the first window (docs: On-demand windows); ``function_options``
+        (``{"Switch": FunctionOptions(...)}``) sets its function's memory, timeout (1 to 15
+        minutes), log retention or architecture (default: 256 MB, 2 minutes): one switch a
+        stack, so every window that gives them gives the same."""
         if self._on_demand is None:
             from ._on_demand import OnDemandWindows
 
@@ -637,6 +644,8 @@ class TableCapacity(TableDelegation, Construct):
             self._on_demand = OnDemandWindows(
                 self, self.table, self._where, self.table_quota, maxima
             )
+            if self._hold_store is not None:
+                self._on_demand.read_holds(self._hold_store)
         self._on_demand.add(
             id,
             start=start,
@@ -645,6 +654,7 @@ class TableCapacity(TableDelegation, Construct):
             week_days=week_days,
             max_read_request_units=max_read_request_units,
             max_write_request_units=max_write_request_units,
+            function_options=function_options,
         )
 
     def on_demand_preview(self, *, count: int = 10, start: datetime | None = None) -> list[Switch]:

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import aws_cdk as cdk
 import pytest
@@ -17,7 +18,15 @@ from aws_cdk import Duration
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk.assertions import Match, Template
 
-from constructs_pkg import Capacity, ProvisionedTable, acknowledge, apply_nag_packs
+from constructs_pkg import (
+    Capacity,
+    CapacityRequests,
+    FunctionOptions,
+    ProvisionedTable,
+    acknowledge,
+    apply_nag_packs,
+)
+from constructs_pkg.common._iam_statements import HOLD_STORE_ACTIONS
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 
 MONDAY = datetime(2026, 11, 30, tzinfo=UTC)
@@ -204,3 +213,148 @@ def test_the_five_nag_packs_and_cfn_lint_pass_with_a_window(tmp_path: Path) -> N
         timeout=300,
     )
     assert result.returncode in (0, 4), result.stdout
+
+
+def _switch_reads(template: Template) -> tuple[Any, list[dict[str, Any]]]:
+    """The switch function's hold stores setting, and its statements on a hold store."""
+    (function,) = template.find_resources(
+        "AWS::Lambda::Function",
+        {"Properties": {"Handler": "ddb_capacity_runtime.hybrid.handler.lambda_handler"}},
+    ).values()
+    variables = function["Properties"]["Environment"]["Variables"]
+    statements = [
+        s
+        for p in template.find_resources("AWS::IAM::ManagedPolicy").values()
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+        if str(s.get("Sid", "")).startswith("Holds")
+    ]
+    return variables.get("CAPACITY_WINDOW_HOLD_STORES"), statements
+
+
+@pytest.mark.parametrize("requests_first", [True, False])
+@pytest.mark.parametrize("as_plain_table", [True, False])
+def test_the_switch_reads_the_holds_of_its_tables_served_by_capacity_requests(
+    stack: cdk.Stack, requests_first: bool, as_plain_table: bool
+) -> None:
+    # GIVEN a table with a window, served by CapacityRequests made before or after the window
+    table = orders(stack)
+    served = [table.table if as_plain_table else table]
+    if requests_first:
+        requests = CapacityRequests(stack, "Requests", tables=served)
+    table.add_on_demand_window("Evening", start="18:00", duration=Duration.hours(3))
+    if not requests_first:
+        requests = CapacityRequests(stack, "Requests", tables=served)
+    template = Template.from_stack(stack)
+    # THEN the switch function is told the table's hold store
+    setting, statements = _switch_reads(template)
+    store = stack.resolve(requests.hold_store.table_name)
+    assert json.dumps(stack.resolve(table.table.table_name)) in json.dumps(setting)
+    assert json.dumps(store) in json.dumps(setting)
+    # AND may lease the table's own items in it, and nothing else
+    (statement,) = statements
+    assert sorted(statement["Action"]) == sorted(HOLD_STORE_ACTIONS)
+    assert "dynamodb:DeleteItem" not in statement["Action"]
+    assert statement["Resource"] == stack.resolve(requests.hold_store.table_arn)
+    assert statement["Condition"]["ForAllValues:StringEquals"]["dynamodb:LeadingKeys"] == [
+        stack.resolve(table.table.table_name)
+    ]
+
+
+def test_a_window_without_capacity_requests_reads_no_holds(stack: cdk.Stack) -> None:
+    orders(stack).add_on_demand_window("Evening", start="18:00", duration=Duration.hours(3))
+    assert _switch_reads(Template.from_stack(stack)) == (None, [])
+
+
+def test_the_five_nag_packs_and_cfn_lint_pass_with_a_window_and_requests(tmp_path: Path) -> None:
+    app = cdk.App(outdir=str(tmp_path))
+    apply_nag_packs(app)
+    stack = cdk.Stack(app, "Held")
+    table = orders(stack)
+    for pack in ("HIPAA.Security", "NIST.800.53.R5"):
+        acknowledge(table.table, f"{pack}-DynamoDBInBackupPlan", "A test table of this test only.")
+    table.add_on_demand_window("Evening", start="18:00", duration=Duration.hours(3))
+    CapacityRequests(stack, "Requests", tables=[table])
+    app.synth()
+    report = json.loads((tmp_path / "validation-report.json").read_text())
+    assert len(report["pluginReports"]) == 5
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "cfn-lint"), str(tmp_path / "Held.template.json")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode in (0, 4), result.stdout
+
+
+def _switch_function(template: Template) -> dict[str, Any]:
+    (function,) = template.find_resources(
+        "AWS::Lambda::Function",
+        {"Properties": {"Handler": "ddb_capacity_runtime.hybrid.handler.lambda_handler"}},
+    ).values()
+    return dict(function["Properties"])
+
+
+def test_the_switch_function_takes_function_options(stack: cdk.Stack) -> None:
+    # GIVEN two windows of two tables, the first giving the switch's function options
+    options = {"Switch": FunctionOptions(memory_size=512, timeout=Duration.minutes(5))}
+    orders(stack).add_on_demand_window(
+        "Evening", start="18:00", duration=Duration.hours(3), function_options=options
+    )
+    orders(stack, "Customers").add_on_demand_window(
+        "Morning", start="08:00", duration=Duration.hours(1)
+    )
+    # THEN the stack's one switch function has them
+    properties = _switch_function(Template.from_stack(stack))
+    assert (properties["MemorySize"], properties["Timeout"]) == (512, 300)
+
+
+def test_the_switch_function_keeps_its_defaults_without_options(stack: cdk.Stack) -> None:
+    orders(stack).add_on_demand_window("Evening", start="18:00", duration=Duration.hours(3))
+    properties = _switch_function(Template.from_stack(stack))
+    assert (properties["MemorySize"], properties["Timeout"]) == (256, 120)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            {"Switch": FunctionOptions(timeout=Duration.seconds(30))},
+            r"Orders on-demand window 'W': function_options\['Switch'\]: timeout",
+        ),
+        (
+            {"Settle": FunctionOptions(memory_size=512)},
+            r"function_options: unknown function 'Settle'; expected one of: Switch",
+        ),
+        (
+            {"Switch": FunctionOptions(memory_size=64)},
+            r"function_options\['Switch'\]: memory_size",
+        ),
+    ],
+)
+def test_bad_switch_function_options_are_refused_naming_the_field(
+    stack: cdk.Stack, options: dict[str, FunctionOptions], message: str
+) -> None:
+    with pytest.raises(CapacityConfigError, match=message):
+        orders(stack).add_on_demand_window(
+            "W", start="10:00", duration=Duration.hours(1), function_options=options
+        )
+
+
+def test_a_window_giving_other_switch_options_is_refused_and_left_out(stack: cdk.Stack) -> None:
+    # GIVEN a window that made the switch with its defaults
+    table = orders(stack)
+    table.add_on_demand_window("A", start="08:00", duration=Duration.hours(1))
+    # WHEN another window gives other options, THEN it is refused, saying what the switch has
+    with pytest.raises(
+        CapacityConfigError,
+        match=r"on-demand window 'B': function_options: got 1024 MB, a timeout of 2 minutes.* "
+        r"which has 256 MB, a timeout of 2 minutes.* already \(one switch a stack\)",
+    ):
+        table.add_on_demand_window(
+            "B",
+            start="18:00",
+            duration=Duration.hours(1),
+            function_options={"Switch": FunctionOptions(memory_size=1024)},
+        )
+    # AND the refused window left nothing behind
+    assert {s.window.name for s in table.on_demand_preview(count=8, start=MONDAY)} == {"A"}

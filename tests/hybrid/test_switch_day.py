@@ -108,6 +108,34 @@ def test_the_way_back_is_never_below_a_minimum_of_before(w: SwitchWorld) -> None
     assert levels(w)[0] == {"ReadCapacityUnits": 30, "WriteCapacityUnits": 10}
 
 
+def test_a_target_deregistered_mid_window_is_not_registered_again_and_counted(
+    w: SwitchWorld,
+) -> None:
+    # GIVEN a window during which the GSI's write target is deregistered
+    w.switcher.start(w.table, WINDOW)
+    gone = (f"table/{w.table}/index/byUser", "dynamodb:index:WriteCapacityUnits")
+    w.world.aas.deregister_scalable_target(
+        ServiceNamespace="dynamodb", ResourceId=gone[0], ScalableDimension=gone[1]
+    )
+    # WHEN the window ends
+    w.clock.now += WINDOW.seconds
+    lines = io.StringIO()
+    with pytest.MonkeyPatch.context() as env, redirect_stdout(lines):
+        env.setenv("AWS_LAMBDA_FUNCTION_NAME", "switch")
+        with pytest.raises(SwitchError, match="byUser dynamodb:index:WriteCapacityUnits were"):
+            run({"Action": "end", "Table": w.table}, w.switcher)
+    # THEN the table is provisioned and its other targets restored, the one gone is not
+    # registered again (the switch may change only targets tagged with the table's name, and
+    # one registered anew carries no tag), and that is counted as SwitchFailed, once
+    assert billing(w) == "PROVISIONED"
+    targets = w.targets()
+    assert gone not in targets and len(targets) == 3
+    assert all(not any(s.values()) for _, _, s in targets.values())
+    counted = [json.loads(line) for line in lines.getvalue().splitlines()]
+    assert [(c["TableName"], c.get("SwitchFailed")) for c in counted] == [(w.table, 1)]
+    assert w.switcher.check(w.table) == "not-on-demand"
+
+
 def test_a_fifth_switch_in_24_hours_is_refused_and_counted(w: SwitchWorld) -> None:
     # GIVEN four windows of an hour, three hours apart
     for _ in range(4):

@@ -214,14 +214,15 @@ def _end_dimension(
 ) -> list[dict[str, Any]]:
     """Under the dimension's lease, with ``fresh`` its item read under it: end the holds
     ``ending`` selects, and lower the dimension to what the others need. Returns its row: a
-    ``busy`` one while its table or index is not ACTIVE (the holds stay), a ``dropped`` one
-    for an index gone (its holds forgotten)."""
+    ``busy`` one while its table or index is not ACTIVE (the holds stay; on-demand for a
+    window, `OnDemandForNow.status`), a ``dropped`` one for an index gone (its holds forgotten)."""
     index, dim = fresh.scope
     stop.check(f"DescribeTable of {table}")
     try:
         managed = read_table(ctx, table, None, None)
     except CapacityRequestTimeout as exc:
-        return [result_row(table, index, dim, Via.NONE, 0, 0, Status.BUSY, note=str(exc))]
+        busy = getattr(exc, "status", Status.BUSY)
+        return [result_row(table, index, dim, Via.NONE, 0, 0, busy, note=str(exc))]
     except TableGone as exc:
         lease.write(holds=[])
         return [result_row(table, index, dim, Via.NONE, 0, 0, Status.DROPPED, note=str(exc))]

@@ -132,7 +132,11 @@ class SwitchError(CapacityError, RuntimeError):
 
 class OnDemandForNow(CapacityRequestTimeout):
     """The table is on-demand but keeps its scalable targets (an on-demand window): a
-    request needs no raise, and its holds stay for when it is provisioned again."""
+    request needs no raise, and its holds stay for when it is provisioned again. An ending
+    of them waits for that (``status``: `core.outcomes.Status.RETRY_NEXT_TICK`'s value, not
+    ``busy``: not counted as ``HoldsBusy``)."""
+
+    status = "retry-next-tick"
 
 
 class SurgeReportError(CapacityError, ValueError):

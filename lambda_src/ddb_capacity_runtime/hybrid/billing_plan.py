@@ -145,10 +145,17 @@ def levels_of(name: str, description: Mapping[str, Any]) -> dict[str, int]:
     return levels
 
 
-def back_levels(name: str, state: SwitchState, description: Mapping[str, Any]) -> dict[str, int]:
+def back_levels(
+    name: str,
+    state: SwitchState,
+    description: Mapping[str, Any],
+    held: Mapping[str, int] | None = None,
+) -> dict[str, int]:
     """The level each dimension of the table (as DescribeTable lists its GSIs now) returns
-    to: no lower than before the window, nor than its target's minimum then; a GSI made
-    during the window, its target's minimum (1 without one)."""
+    to: no lower than before the window, nor than its target's minimum then, nor than its
+    active capacity holds' level (``held``, same keys); a GSI made during the window, its
+    target's minimum (1 without one)."""
+    held = held or {}
     minimums = {(t.resource_id, t.dimension): t.bounds[0] for t in state.targets}
     levels = {}
     for index in _throughputs(name, description):
@@ -156,7 +163,8 @@ def back_levels(name: str, state: SwitchState, description: Mapping[str, Any]) -
         kind = "index" if index else "table"
         for dim, units in UNITS.items():
             least = minimums.get((rid, f"dynamodb:{kind}:{units}"), 1)
-            levels[f"{index}|{dim}"] = max(state.levels.get(f"{index}|{dim}", 1), least)
+            key = f"{index}|{dim}"
+            levels[key] = max(state.levels.get(key, 1), least, held.get(key, 0))
     return levels
 
 

@@ -21,6 +21,7 @@ from ..core.errors import SwitchError, shown
 from ..core.names import METRICS_NAMESPACE, STORE_ENV, metrics_store
 from ..core.validators import is_whole
 from ..events import count_in_lambda, log_event
+from .held import HOLD_STORES_ENV, hold_stores
 from .switcher import Switcher, Window
 
 MOST_UNITS = 40_000_000
@@ -84,5 +85,6 @@ def lambda_handler(event: Mapping[str, Any], context: object) -> dict[str, str]:
         boto3.client("application-autoscaling"),
         os.environ[STORE_ENV],
         time.time,
+        hold_stores(os.environ.get(HOLD_STORES_ENV)),
     )
     return run(event, switcher)

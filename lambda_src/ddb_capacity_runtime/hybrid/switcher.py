@@ -10,13 +10,15 @@ failure is a `SwitchError` the handler counts.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..aws import switch_calls as calls
 from ..aws import table_calls
 from ..aws.discovery import table_resource_ids
+from ..aws.hold_bounds import WIDEST
+from ..aws.store import HoldStore
 from ..core.errors import SwitchError
 from ..core.switches import MAX_SWITCHES, recent, switch_allowed
 from ..events import log_event
@@ -34,6 +36,7 @@ from .billing_plan import (
     provisioned_request,
     with_last_switch,
 )
+from .held import held_levels, hold_minimums
 
 if TYPE_CHECKING:
     from mypy_boto3_application_autoscaling import ApplicationAutoScalingClient
@@ -56,6 +59,51 @@ class Switcher:
     aas: ApplicationAutoScalingClient
     store: str
     clock: Callable[[], float]
+    hold_stores: Mapping[str, str] = field(default_factory=dict)
+    """Each table's hold store (that of the ``CapacityRequests`` serving it), if any."""
+
+    def _holds(self, table: str) -> HoldStore | None:
+        name = self.hold_stores.get(table)
+        return None if name is None else HoldStore(self.dynamodb, name, WIDEST, self.clock)
+
+    def _restore(
+        self,
+        table: str,
+        state: SwitchState,
+        description: dict[str, Any],
+        held: Mapping[str, int] | None = None,
+    ) -> list[Target]:
+        """The targets that still exist registered again as they were before the window,
+        then each held one's minimum raised to its holds' level (``held``, read now when
+        not given: `held.hold_minimums`). Returns the targets deregistered since the window
+        started: not registered again (see `end`)."""
+        live = {(t.resource_id, t.dimension) for t in self._targets(table, description)}
+        present = [t for t in state.targets if (t.resource_id, t.dimension) in live]
+        self._register(present, suspend=False)
+        holds = self._holds(table)
+        if holds is not None:
+            held = held_levels(holds, table) if held is None else held
+            hold_minimums(holds, self.aas, table, present, held)
+        return [t for t in state.targets if t not in present]
+
+    def _ended(self, table: str, state: SwitchState, version: int, gone: list[Target]) -> None:
+        """The window's state dropped; a target deregistered during the window is a
+        `SwitchError` (counted ``SwitchFailed``, alarmed) once the rest is done: the
+        switch may only register targets tagged with the table's name, which a new target
+        is not, so its dimension stays without auto scaling until a deploy registers it."""
+        self._save(table, state.provisioned(), version)
+        if gone:
+            names = ", ".join(f"{t.resource_id} {t.dimension}" for t in gone)
+            raise SwitchError(
+                f"table {table}: scalable target(s) {names} were deregistered during window "
+                f"{state.window} and are not registered again (the switch may change only "
+                "targets tagged with the table's name): the table is provisioned, and those "
+                "dimensions have no auto scaling until a deploy registers their targets"
+            )
+
+    def _held(self, table: str) -> dict[str, int]:
+        holds = self._holds(table)
+        return {} if holds is None else held_levels(holds, table)
 
     def _state(self, table: str) -> tuple[SwitchState, int]:
         text, version = calls.read_state(self.dynamodb, self.store, table)
@@ -119,29 +167,33 @@ class Switcher:
         return "switched-to-on-demand"
 
     def end(self, table: str) -> str:
-        """Switch ``table`` back to provisioned (no lower than before its window) and
-        restore its targets exactly; nothing when the switch left it provisioned."""
+        """Switch ``table`` back to provisioned (no lower than before its window, nor than
+        its active capacity holds) and restore its targets exactly, each held one's minimum
+        then raised to its holds; nothing when the switch left it provisioned. A target
+        deregistered during the window is not registered again (`_ended`)."""
         state, version = self._state(table)
         if state.billing != ON_DEMAND:
             return "not-on-demand"
         description = table_calls.describe(self.dynamodb, table)
         if billing_of(description) == PROVISIONED:
-            return self._switched_underneath(table, state, version)
+            return self._switched_underneath(table, state, version, description)
         if description.get("TableStatus") != "ACTIVE":
             raise SwitchError(f"table {table} is {description.get('TableStatus')}, not ACTIVE")
-        levels = back_levels(table, state, description)
+        held = self._held(table)
+        levels = back_levels(table, state, description, held)
         table_calls.update(self.dynamodb, provisioned_request(table, levels))
-        self._register(state.targets, suspend=False)
-        self._save(table, state.provisioned(), version)
+        gone = self._restore(table, state, description, held)
         log_event("switched-to-provisioned", table=table, window=state.window, levels=levels)
+        self._ended(table, state, version, gone)
         return "switched-to-provisioned"
 
-    def _switched_underneath(self, table: str, state: SwitchState, version: int) -> str:
+    def _switched_underneath(
+        self, table: str, state: SwitchState, version: int, description: dict[str, Any]
+    ) -> str:
         """The table is provisioned again though its window switched it to on-demand (a
-        deploy of its template, or other hands): its targets restored, so it is never left
-        provisioned without its auto scaling."""
-        self._register(state.targets, suspend=False)
-        self._save(table, state.provisioned(), version)
+        deploy of its template, or other hands): its targets restored (and its holds'
+        minimums), so it is never left provisioned without its auto scaling."""
+        gone = self._restore(table, state, description)
         log_event(
             "switched-back-underneath",
             level=logging.WARNING,
@@ -149,6 +201,7 @@ class Switcher:
             window=state.window,
             consequence="its scalable targets are restored; the window ends early",
         )
+        self._ended(table, state, version, gone)
         return "switched-back-underneath"
 
     def check(self, table: str) -> str:
@@ -162,7 +215,7 @@ class Switcher:
             return self.end(table)
         description = table_calls.describe(self.dynamodb, table)
         if billing_of(description) == PROVISIONED:
-            return self._switched_underneath(table, state, version)
+            return self._switched_underneath(table, state, version, description)
         live = self._targets(table, description)
         resumed = [t for t in live if not all(t.suspended.values())]
         self._register(resumed, suspend=True)

@@ -8,7 +8,7 @@ still there."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from ..aws import metrics, table_calls
 from ..aws.error_codes import meaning
@@ -61,17 +61,25 @@ def _seen(ctx: Context, table: str, index: str | None, dimension: str, level: in
     return True if status == ("ACTIVE", "ACTIVE") else None
 
 
+def provisioned_of(managed: ManagedTable, index: str | None) -> dict[str, int]:
+    """The provisioned capacity of each dimension of the table (``index`` None) or its GSI
+    ``index``, as `aws.hold_table.read_table` read it."""
+    return {d.dimension: d.provisioned for d in managed.dimensions if d.index == index}
+
+
 def current_traffic(
-    ctx: Context, managed: ManagedTable, index: str | None, dims: Iterable[str]
+    ctx: Context,
+    table: str,
+    index: str | None,
+    dims: Iterable[str],
+    provisioned: Mapping[str, int],
 ) -> dict[str, int]:
     """Peak consumed units per second of each dimension over the last few minutes. Where
     CloudWatch answered minutes not to be trusted (`core.series.Series.untrusted`: the
-    peak may be among them), at least the dimension's provisioned capacity (``managed``'s,
-    as `aws.hold_table.read_table` read it), what the table serves now at most, logged
-    (``traffic-unknown``): a baseline read too low would raise the table too little for the
-    work on top of it."""
-    table = managed.name
-    provisioned = {d.dimension: d.provisioned for d in managed.dimensions if d.index == index}
+    peak may be among them), at least the dimension's ``provisioned`` capacity (what the
+    table serves now at most; for a table on-demand for a window, its scalable target's
+    minimum, the least it returns at), logged (``traffic-unknown``): a baseline read too low
+    would raise the table too little for the work on top of it."""
     keys = [(table, index, d) for d in dims]
     start, end = window(ctx.now(), TRAFFIC_MINUTES, TRAFFIC_LAG_MINUTES)
     series = metrics.fetch(ctx.clients.cloudwatch, keys, start, end)

@@ -12,7 +12,9 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from ..aws import table_calls
 from ..aws.clients import Clients, make_clients, regional
+from ..aws.discovery import table_targets
 from ..aws.hold_table import Context, end_holds, read_table
 from ..aws.store import HoldStore, open_store
 from ..core.errors import shown
@@ -23,9 +25,10 @@ from ..core.holds import (
     CapacityRequestTimeout,
     HeldDimension,
     Hold,
+    OnDemandForNow,
     level,
 )
-from ..core.names import is_table_name
+from ..core.names import is_table_name, resource_id, scalable_dimension
 from ..core.outcomes import NOT_MADE, Status, reasons, result_row
 from ..core.plan import Via
 
@@ -103,6 +106,12 @@ def release_rows(
     busy = [r for r in rows if r["status"] in WAITED_FOR]
     if not busy:
         return rows
+    # a dimension of a table on-demand for a window (`aws.hold_table`): no decrease tried
+    waiting = any(r["status"] == Status.RETRY_NEXT_TICK and r["via"] == Via.NONE for r in busy)
+    unraised = _unraised(ctx, store, table, hold_id, deadline) if waiting else None
+    if unraised is not None:
+        tried = {(r["index"], r["dimension"]) for r in unraised}
+        return [r for r in rows if (r["index"], r["dimension"]) not in tried] + unraised
     until = ctx.clock() + RELEASE_WAIT.total_seconds()
     for index in dict.fromkeys(r["index"] for r in busy):
         try:
@@ -116,6 +125,49 @@ def release_rows(
         return rows  # a lease not had in time: what stays is the first try's (still busy)
     tried = {(r["index"], r["dimension"]) for r in again}
     return [r for r in rows if (r["index"], r["dimension"]) not in tried] + again
+
+
+def _unraised(
+    ctx: Context, store: HoldStore, table: str, hold_id: str, deadline: float
+) -> list[dict[str, Any]] | None:
+    """A release while ``table`` is on-demand for a window (None when it is not): the hold
+    goes at once from each dimension whose scalable target's minimum the library holds at
+    nothing above its base (a hold recorded during the window raised nothing; the window's
+    end returns the table no lower than the holds left). Where a hold made before the
+    window raised the minimum, it stays (``retry-next-tick``): the window's end restores
+    that minimum, and the first restore after lowers it."""
+    try:
+        read_table(ctx, table, None, None)
+        return None
+    except OnDemandForNow:
+        pass
+    except CapacityRequestError:
+        return None
+    raw = table_calls.describe(ctx.clients.dynamodb, table)
+    targets = table_targets(ctx.clients.autoscaling, table, raw)
+    rows = []
+    for state in store.table(table):
+        if not any(h.id == hold_id for h in state.holds):
+            continue
+        index, dim = state.scope
+        targeted = (resource_id(table, index), scalable_dimension(index, dim)) in targets
+        with store.lease(table, index, dim, deadline=deadline, sleep=ctx.sleep) as lease:
+            fresh = store.get(table, index, dim)
+            if fresh is None:
+                continue
+            if targeted and fresh.set_to is None and fresh.intent is None:
+                lease.write(holds=[h for h in fresh.holds if h.id != hold_id])
+                status, note = Status.UNCHANGED, "on-demand for a window: nothing was raised"
+            else:
+                status, note = (
+                    Status.RETRY_NEXT_TICK,
+                    (
+                        f"table {table} is on-demand for a window: the minimum the holds raised "
+                        "returns with it, and the first restore after the window lowers it"
+                    ),
+                )
+            rows.append(result_row(table, index, dim, Via.NONE, 0, 0, status, note=note))
+    return rows
 
 
 def check_released(rows: Sequence[Mapping[str, Any]], table: str, hold_id: str) -> None:

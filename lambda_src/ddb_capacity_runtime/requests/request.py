@@ -5,6 +5,7 @@ Making a capacity request: record the hold, raise, wait until ACTIVE."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import time
@@ -14,9 +15,10 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ..aws import actuator
+from ..aws import actuator, table_calls
 from ..aws.clients import Clients, make_clients, regional
 from ..aws.counts import dropped
+from ..aws.discovery import table_targets
 from ..aws.error_codes import describe_error
 from ..aws.hold_table import Context, base_of, end_holds, read_table, set_min
 from ..aws.raise_counts import malformed_dropped
@@ -33,15 +35,23 @@ from ..core.holds import (
     level,
     token_digest,
 )
-from ..core.names import DIMENSIONS, MAX_TABLE_QUOTA, is_table_name, scope_label
+from ..core.memory import reconcile
+from ..core.names import (
+    DIMENSIONS,
+    MAX_TABLE_QUOTA,
+    is_table_name,
+    resource_id,
+    scalable_dimension,
+    scope_label,
+)
 from ..core.outcomes import Status, reasons, result_row
 from ..core.plan import Change, Via
 from ..core.policy import Action
-from ..core.tables import Dimension, ManagedTable
+from ..core.tables import Dimension, ManagedTable, ScalableTarget
 from ..core.validators import is_whole
 from ..events import log_event
 from .client import BROKER_MAX_WAIT, broker_name, direct_store, invoke_broker, one_way
-from .context import current_traffic, still_has
+from .context import current_traffic, provisioned_of, still_has
 from .ending import KEPT, check_released, release_rows
 from .validate import validate_request
 
@@ -209,7 +219,8 @@ def request_capacity(
     administrator with the rights the broker has), the hold is recorded in the hold store
     ``store`` (a table name; default ``$CAPACITY_HOLDS_TABLE``) and the table raised here.
     ``store`` given overrides ``$CAPACITY_BROKER``; ``broker`` and ``store`` both given is
-    refused.
+    refused. On a table on-demand for a window, it is served at once, its hold recorded and
+    nothing raised (`_hold_for_window`).
 
     Raises [`CapacityRequestError`][ddb_capacity_runtime.requests.CapacityRequestError] for bad
     input or a table that cannot take the request, and
@@ -235,11 +246,73 @@ def request_capacity(
     ident, token = uuid.uuid4().hex[:12], new_token()
     handle = CapacityHold(table, index, ident, expires, [], token, _ctx=ctx, _store=holds_store)
     try:  # the table and index exist, and are ACTIVE; the traffic on them now
-        traffic = current_traffic(ctx, read_table(ctx, table, index, deadline), index, wanted)
-    except OnDemandForNow:
-        return handle  # served at once: on-demand needs no raise
+        managed = read_table(ctx, table, index, deadline)
+    except OnDemandForNow:  # served at once: its holds kept for when it is provisioned again
+        _hold_for_window(ctx, holds_store, handle, wanted, deadline)
+        return handle
+    traffic = current_traffic(ctx, table, index, wanted, provisioned_of(managed, index))
     _make_holds(ctx, holds_store, handle, wanted, traffic, deadline)
     return handle
+
+
+def _hold_for_window(
+    ctx: Context,
+    store: HoldStore,
+    handle: CapacityHold,
+    wanted: Mapping[str, int],
+    deadline: float,
+) -> None:
+    """A request on a table on-demand for a window: its hold recorded on each dimension
+    ``wanted`` that has a scalable target, over the traffic now (where CloudWatch is not
+    trusted, over the target's minimum at least), and nothing raised (`_hold_unraised`)."""
+    targets = _window_targets(ctx, handle.table, handle.index, wanted)
+    floors = {dim: t.min_capacity for dim, t in targets.items()}
+    traffic = current_traffic(ctx, handle.table, handle.index, targets, floors)
+    held = {dim: wanted[dim] for dim in targets}
+    unraised = functools.partial(_hold_unraised, targets=targets)
+    _make_holds(ctx, store, handle, held, traffic, deadline, unraised)
+
+
+def _window_targets(
+    ctx: Context, table: str, index: str | None, wanted: Mapping[str, int]
+) -> dict[str, ScalableTarget]:
+    """The scalable target of each dimension ``wanted`` of a table on-demand for a window
+    that has one (a dimension without one is served, and held, by nothing: no hold)."""
+    raw = table_calls.describe(ctx.clients.dynamodb, table)
+    targets = table_targets(ctx.clients.autoscaling, table, raw)
+    found = {
+        dim: targets.get((resource_id(table, index), scalable_dimension(index, dim)))
+        for dim in wanted
+    }
+    return {dim: t for dim, t in found.items() if t is not None}
+
+
+def _hold_unraised(
+    ctx: Context,
+    store: HoldStore,
+    table: str,
+    new: Hold,
+    deadline: float,
+    *,
+    targets: Mapping[str, ScalableTarget],
+) -> tuple[int, list[dict[str, Any]], Hold]:
+    """Record ``new`` on a table on-demand for a window, under its dimension's lease, and
+    raise nothing: the window's end brings the table back no lower than its holds' level,
+    and sets the target's minimum to it (`hybrid.held`). Returns that level, no changes, and
+    the hold as recorded."""
+    index, dim = new.scope
+    target = targets[dim]
+    with store.lease(table, index, dim, deadline=deadline, sleep=ctx.sleep) as lease:
+        state = store.get(table, index, dim)
+        recorded = _recorded(store, list(state.holds) if state else [], new, ctx.now())
+        memory = reconcile(state, target.min_capacity)
+        held = level(h for h in recorded if h.active(ctx.now()))
+        want = held_raise(memory.base, held, 0, target.min_capacity, target.max_capacity)
+        if want.over_max:
+            raise _over_max(dim, want.want, index, target.max_capacity)
+        malformed_dropped(state, "capacity request")
+        lease.write(memory.base, recorded, set_to=memory.set_to, intent=None)
+    return want.want, [], next(h for h in recorded if h.id == new.id)
 
 
 def _make_holds(
@@ -249,8 +322,10 @@ def _make_holds(
     wanted: Mapping[str, int],
     traffic: Mapping[str, int],
     deadline: float,
+    hold: Callable[..., tuple[int, list[dict[str, Any]], Hold]] | None = None,
 ) -> None:
-    """Record ``handle``'s hold on each dimension ``wanted`` and raise it (`_hold`); on any
+    """Record ``handle``'s hold on each dimension ``wanted`` and raise it (``hold``, default
+    `_hold`; `_hold_unraised` on a table on-demand for a window); on any
     failure, withdraw it again, but where the level reached could not be confirmed by the
     timeout (`core.errors.LevelUnconfirmed`: a timeout, the holds kept). A failure that leaves
     a hold behind, withdrawing it having failed too, is a `CapacityRequestFailed` that says
@@ -267,7 +342,9 @@ def _make_holds(
                 traffic[dim],
                 token_digest(handle.token),
             )
-            handle.levels[dim], rows, recorded = _hold(ctx, store, handle.table, new, deadline)
+            handle.levels[dim], rows, recorded = (hold or _hold)(
+                ctx, store, handle.table, new, deadline
+            )
             handle.holds.append(recorded)
             handle.changes += rows
     except HoldStoreMissing:
@@ -455,11 +532,7 @@ def raise_held(
     )
     want = plan.want
     if plan.over_max and target is not None:
-        raise CapacityRequestError(
-            f"{dim}: the request needs a minimum of {want:,} but the scalable "
-            f"target of {scope_label(index)} has a max of "
-            f"{target.max_capacity:,}; raise the max or ask for less"
-        )
+        raise _over_max(dim, want, index, target.max_capacity)
     malformed_dropped(state, why)  # every branch below writes ``recorded``, and only those
     if plan.set_min and target is not None:
         set_min(ctx, lease, target, base, want, holds=recorded)
@@ -482,6 +555,15 @@ def raise_held(
         return True
     raise CapacityRequestFailed(
         f"table {table} {scope_label(index)} {dim}: raising to {want:,} failed: {outcome.error}"
+    )
+
+
+def _over_max(dim: str, want: int, index: str | None, high: int) -> CapacityRequestError:
+    """The refusal of a request whose holds need a minimum above the target's max."""
+    return CapacityRequestError(
+        f"{dim}: the request needs a minimum of {want:,} but the scalable "
+        f"target of {scope_label(index)} has a max of "
+        f"{high:,}; raise the max or ask for less"
     )
 
 

@@ -31,9 +31,10 @@ from typing import TYPE_CHECKING
 from botocore import exceptions as botocore_errors
 
 from ..aws.error_codes import describe_error, error_code, http_status, is_throttle
-from ..aws.store import HoldLimits, HoldStore
+from ..aws.hold_bounds import WIDEST
+from ..aws.store import HoldStore
 from ..core.errors import HoldsUnread, shown_text
-from ..core.holds import MAX_HOLD, level
+from ..core.holds import level
 from ..core.names import MAX_TABLE_QUOTA, scope_label
 from .minimums import Minimums
 from .settle_plan import SettleTarget
@@ -42,11 +43,6 @@ from .traffic import REASON_CHARS
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-WIDEST = HoldLimits(MAX_TABLE_QUOTA, MAX_HOLD, MAX_TABLE_QUOTA, MAX_TABLE_QUOTA)
-"""The bounds a hold is read within: the widest any ``CapacityRequests`` allows (the step
-serves the tables of every one of its stack, and is not told their own). A hold within them
-is obeyed, which can only keep a dimension higher; one outside them no component wrote, and
-leaves its dimension at its mark."""
 MAX_HOLD_PAGES = 2
 """The most pages (of 1 MB) of the hold store's Query the step reads, each within the store
 client's `aws.clients.call_bound` (11 s): a table's holds fill far less (a dimension's item
