@@ -16,7 +16,7 @@ from functools import partial
 from typing import Any, TextIO
 
 from ..aws import discovery, table_calls
-from ..aws.clients import Clients, make_clients
+from ..aws.clients import Clients, botocore_session, make_clients
 from ..aws.error_codes import describe_error
 from ..aws.retry import RetryWithin, ThrottleCounter
 from ..aws.store import HoldStore, open_store
@@ -47,7 +47,7 @@ def lambda_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     the errors alarm and the dead-letter queue see it."""
     config = ScalerConfig.from_env(os.environ)
     queue_url = os.environ.get(BATCH_QUEUE_ENV) or None
-    clients = make_clients(with_sqs=queue_url is not None)
+    clients = make_clients(with_sqs=queue_url is not None, session=botocore_session())
     store = _store(clients)
     now = scheduled_time(event, datetime.now(UTC), config.tick_minutes)
     deadline = tick_deadline(now, config.tick_minutes, context, time.time())
@@ -87,7 +87,7 @@ def batch_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     and a batch in which anything failed fail the invocation, after every record was
     tried; each is counted (EMF ``Failures``; ``LateBatches`` for a late one)."""
     config = ScalerConfig.from_env(os.environ)
-    clients = make_clients()
+    clients = make_clients(session=botocore_session())
     store = _store(clients)
     records = event.get("Records") if isinstance(event, Mapping) else None
     if not isinstance(records, list) or not records:
