@@ -343,19 +343,24 @@ def test_the_handler_import_benchmark_runs_in_its_quick_mode(
     # GIVEN the benchmark, measuring the scaler's handler against a baseline (here the
     # same package, staged the same way)
     handler_import.main(["--quick", "--baseline", str(PACKAGE)])
-    # THEN it prints each measure of both, boto3's import alone among them, their
+    # THEN it prints each measure of both, the SDK's import alone among them, their
     # difference, and each one's verdict on the goal (the times themselves depend on the
     # machine)
     out = capsys.readouterr().out
     assert out.startswith(f"{SCALER} (1 runs, ms: median (min-max))")
     lines = out.splitlines()
-    for measure in ("boto3", "handler", "+ later", "boto3 + handler"):
+    for measure in ("sdk", "handler", "+ later", "sdk + handler"):
         for clock in ("wall", "cpu"):
             (line,) = [x for x in lines if x.startswith(f"  {measure} {clock} ")]
             assert "current" in line and "baseline" in line and "difference " in line
     assert out.count("difference ") == len(handler_import.MEASURES) == 8
-    goal = "  goal: boto3 + handler wall, median, at most 150 ms: current "
+    goal = "  goal: sdk + handler wall, median, at most 150 ms: current "
     assert lines[-1].startswith(goal) and "; baseline " in lines[-1]
+    # AND the SDK it times is the one each handler's clients come from: one botocore
+    # session for the scaler's (which never imports boto3), boto3 for the others
+    assert handler_import.staged(PACKAGE, SCALER, "current").sdk == "botocore.session"
+    broker = "ddb_capacity_runtime.requests.broker.broker_handler"
+    assert handler_import.staged(PACKAGE, broker, "current").sdk == "boto3"
     with pytest.raises(SystemExit):
         handler_import.main(["--quick", "--baseline", str(PACKAGE / "core" / "policy.py")])
     assert "--baseline: got" in capsys.readouterr().err
