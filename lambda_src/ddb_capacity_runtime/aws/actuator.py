@@ -52,6 +52,8 @@ LEASE_WAIT_SECONDS = 5
 
 @dataclass(frozen=True)
 class Outcome:
+    """What became of a change sent: its status, and the error, if any."""
+
     change: Change
     status: Status
     error: str | None = None

@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Clients:
+    """The AWS clients a tick (or a request) makes its calls with."""
+
     dynamodb: DynamoDBClient
     autoscaling: ApplicationAutoScalingClient
     cloudwatch: CloudWatchClient

@@ -57,6 +57,8 @@ from .store import HoldStore, Lease, open_store, store_name
 
 @dataclass
 class Context:
+    """The clients and clock a hold's calls run with."""
+
     clients: Clients
     clock: Callable[[], float]
     sleep: Callable[[float], None]
