@@ -492,6 +492,8 @@ def without_docstrings(tree: ast.Module) -> str:
                 setattr(node, name, kept)
         if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING"):
             node.body = [ast.copy_location(ast.Pass(), node.body[0])]
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            unannotated(node)
     for node in ast.walk(tree):
         if isinstance(node, ast.Expr) and is_string(node):
             node.value = ast.Constant("")
@@ -504,6 +506,22 @@ def without_docstrings(tree: ast.Module) -> str:
             for position in ("end_lineno", "end_col_offset", "col_offset"):
                 setattr(node, position, None)
     return ast.dump(tree, include_attributes=True)
+
+
+def unannotated(node: ast.AST) -> None:
+    """Each ``x: T = v`` of the function ``node`` whose annotation is on the variable's line
+    (not in a class, nor in a function within) made ``x = v``."""
+    for name, block in ast.iter_fields(node):
+        if not isinstance(block, list) or name == "decorator_list":
+            continue
+        for i, s in enumerate(block):
+            if isinstance(s, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            if isinstance(s, ast.AnnAssign) and s.value is not None and s.simple:
+                if s.target.lineno == s.annotation.end_lineno:
+                    block[i] = ast.copy_location(ast.Assign([s.target], s.value), s)
+            if isinstance(s, ast.stmt | ast.excepthandler | ast.match_case):
+                unannotated(s)
 
 
 @pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: p.stem)
@@ -622,6 +640,16 @@ def test_stripping_drops_the_annotations_of_functions_on_one_line() -> None:
         "@dataclass\n"
         "class P:\n"
         "    x: int\n"
+        "def k(n: int) -> list[int]:\n"
+        "    found: list[int] = []\n"
+        "    for i in range(n):\n"
+        "        total: int\n"
+        "        total = i\n"
+        "        found.append(total)\n"
+        "    @dataclass\n"
+        "    class Q:\n"
+        "        y: int = 0\n"
+        "    return [*found, *(f.name for f in fields(Q))]  # type: ignore\n"
     )
     # WHEN it is stripped
     stripped = stripped_source(source)
@@ -632,11 +660,15 @@ def test_stripping_drops_the_annotations_of_functions_on_one_line() -> None:
     assert lines[4] == 'def g(s = "é—x", t = None): return s'
     assert lines[5:12] == [line.replace("    ", "\t") for line in source.splitlines()[5:12]]
     assert lines[15] == "\tx: int"
+    # (a local variable's annotation goes where it has a value; a class's field keeps its)
+    assert lines[16:20] == ["def k(n):", "\tfound = []", "\tfor i in range(n):", "\t\ttotal: int"]
+    assert lines[24] == "\t\ty: int = 0"
     namespace: dict[str, Any] = {}
     exec(compile(stripped, "stripped", "exec"), namespace)  # noqa: S102 (the source above)
     assert namespace["f"](1, c=2) == 1 and namespace["g"]() == "é—x"
     assert namespace["f"].__annotations__ == {} and namespace["h"]({}) == {}
     assert [f.name for f in namespace["fields"](namespace["P"])] == ["x"]
+    assert namespace["k"](2) == [0, 1, "y"]
 
 
 def test_stripped_blocks_are_indented_by_tabs_and_strings_keep_their_spaces() -> None:
