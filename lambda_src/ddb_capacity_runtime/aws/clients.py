@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from mypy_boto3_resourcegroupstaggingapi import ResourceGroupsTaggingAPIClient
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Clients:
     """The AWS clients a tick (or a request) makes its calls with."""
 

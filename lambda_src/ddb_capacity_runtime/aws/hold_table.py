@@ -55,7 +55,7 @@ from .minimum import set_minimum
 from .store import HoldStore, Lease, open_store, store_name
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Context:
     """The clients and clock a hold's calls run with."""
 
