@@ -30,8 +30,10 @@ from typing import Any
 
 from ..aws.error_codes import describe_error
 from ..aws.queue import why_unsent
+from ..core.deadline import MARGIN as MARGIN
 from ..core.errors import BatchError as BatchError
 from ..core.errors import shown
+from ..core.names import BATCH_QUEUE_ENV as BATCH_QUEUE_ENV
 from ..core.names import MAX_TABLE_QUOTA, is_table_name
 from ..core.reservation import MAX_RESERVED_UNITS
 from ..core.settings import MAX_TABLES_PER_BATCH
