@@ -64,11 +64,11 @@ def test_clients_of_the_botocore_session_are_bounded_as_boto3s_are(
     aws_env: dict[str, str],
 ) -> None:
     # GIVEN the library's clients of boto3's default session and of one botocore session
-    where = {
-        "endpoint_url": aws_env["AWS_ENDPOINT_URL"],
-        "region_name": aws_env["AWS_DEFAULT_REGION"],
-    }
-    made = [make_clients(**where), make_clients(session=botocore_session(), **where)]
+    endpoint, region = aws_env["AWS_ENDPOINT_URL"], aws_env["AWS_DEFAULT_REGION"]
+    made = [
+        make_clients(endpoint_url=endpoint, region_name=region),
+        make_clients(session=botocore_session(), endpoint_url=endpoint, region_name=region),
+    ]
     # THEN each client is configured alike, whichever session made it
     for name in ("dynamodb", "autoscaling", "cloudwatch", "tagging"):
         boto3s, botocores = (getattr(clients, name).meta for clients in made)
@@ -76,6 +76,6 @@ def test_clients_of_the_botocore_session_are_bounded_as_boto3s_are(
         assert boto3s.config.connect_timeout == botocores.config.connect_timeout, name
         assert boto3s.config.read_timeout == botocores.config.read_timeout, name
         assert boto3s.endpoint_url == botocores.endpoint_url, name
-        assert boto3s.region_name == botocores.region_name == where["region_name"], name
+        assert boto3s.region_name == botocores.region_name == region, name
     # (and one session serves every invocation of the process, as boto3's default does)
     assert botocore_session() is botocore_session()
