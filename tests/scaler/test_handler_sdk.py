@@ -1,7 +1,8 @@
 """The scaler's entry points make their clients from one botocore session, never importing
 boto3 (and its resources and s3transfer) on a cold start; the clients keep the retries and
 timeouts of boto3's (`make_clients`). A tick that is not sharded imports no sharding code
-(`scaler.shard`: the sharded tick's tests take that path)."""
+(`scaler.shard`: the sharded tick's tests take that path), and one that meets no expired
+hold no code that ends holds (`aws.hold_table`: the capacity requests' tests take it)."""
 
 from __future__ import annotations
 
@@ -21,13 +22,14 @@ from tests.support.moto_world import World
 from tests.support.sharded_tick import config
 
 #: A cold start's first invocation, in a fresh interpreter: the scheduled function's entry
-#: point, then whether boto3 and the sharding code were imported on the way.
+#: point, then whether boto3, the sharding code and the code that ends holds were imported.
 INVOKE = """
 import json, sys
 from ddb_capacity_runtime.scaler.handler import lambda_handler
 summary = lambda_handler({}, None)
 shard = "ddb_capacity_runtime.scaler.shard" in sys.modules
-print(json.dumps({"summary": summary, "boto3": "boto3" in sys.modules, "shard": shard}))
+ends = "ddb_capacity_runtime.aws.hold_table" in sys.modules
+print(json.dumps({"summary": summary, "boto3": "boto3" in sys.modules, "shard": shard, "ends": ends}))
 """
 
 
@@ -51,13 +53,13 @@ def test_a_cold_scheduled_tick_scales_its_tables_without_importing_boto3_or_shar
         [sys.executable, "-c", INVOKE], env=env, capture_output=True, text=True, check=False
     )
     # THEN the tick raised the throttled table, left the idle one, and never imported boto3
-    # nor the sharding code
+    # nor the sharding code, nor the code that ends holds (none expired)
     assert done.returncode == 0, done.stderr[-2000:]
     answer = json.loads(done.stdout.splitlines()[-1])
     assert answer["summary"]["tables"] == 2 and not answer["summary"]["failures"]
     assert world.throughput(busy) == (100, 215)
     assert world.throughput(idle)[0] <= 200
-    assert answer["boto3"] is False and answer["shard"] is False
+    assert answer["boto3"] is False and answer["shard"] is False and answer["ends"] is False
 
 
 def test_clients_of_the_botocore_session_are_bounded_as_boto3s_are(
