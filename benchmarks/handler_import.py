@@ -8,17 +8,18 @@ run-time modules its handler imports, docstrings and comments stripped, the few 
 repository), and each run is a fresh ``python -I -S -B`` whose path holds only that folder
 and boto3's site-packages: no bytecode is written, and none of the asset's is read but its
 own, as on Lambda, whose read-only ``/var/task`` keeps no cache, so every other module of
-the asset is compiled on a cold start. boto3 is read from its bytecode, as Lambda's runtime
-ships it (compiled once before the runs, where it was not). A run measures
+the asset is compiled on a cold start. boto3 and botocore are read from their bytecode, as
+Lambda's runtime ships them (compiled once before the runs, where they were not). A run measures
 
-- ``boto3``: importing boto3 first, alone (what ``python -c "import boto3"`` imports: the
-  baseline every function pays alike);
+- ``sdk``: importing the AWS SDK the handler makes its clients from first, alone: boto3
+  (what ``python -c "import boto3"`` imports), or ``botocore.session`` for a handler that
+  makes them from one botocore session (`SDK_OF`: the scaler's, which never imports boto3);
 - ``handler``: then importing the handler's module and looking the handler up, what Lambda
   does before the first invocation;
 - ``+ later``: then importing the asset's other modules, those the handler's functions
   import only when they need them (the import graph's function-level imports): the most a
   first invocation adds, when it takes every such path;
-- ``boto3 + handler``: the two first together, the cold import the scaler's asset budget
+- ``sdk + handler``: the two first together, the cold import the scaler's asset budget
   protects (`GOAL_MS`, its median, on the wall clock).
 
 Each is timed by the wall clock and by the process's CPU time (which a loaded machine
@@ -65,21 +66,24 @@ SCALER = "ddb_capacity_runtime.scaler.handler.lambda_handler"
 PACKAGE = Path(ddb_capacity_runtime.__file__).resolve().parent
 #: Where boto3 and botocore are: the one folder besides the asset on a run's path.
 BOTO_SITE = Path(boto3.__file__).resolve().parents[1]
+#: The SDK module a handler's clients come from, when its module says so: one botocore
+#: session (`aws.clients.botocore_session`); any other handler imports boto3.
+SDK_OF = {"botocore_session(": "botocore.session"}
 
-#: The most the median of ``boto3 + handler`` (wall clock) may be for the scaler's
+#: The most the median of ``sdk + handler`` (wall clock) may be for the scaler's
 #: handler: what its asset's size budget (``tests/common/test_assets.py``) protects.
 GOAL_MS = 150
 
-#: One run, in a fresh interpreter: argv is the asset folder, boto3's folder, the handler.
-#: Prints each clock's readings (wall, CPU) before boto3, after it, after the handler and
-#: after the asset's other modules.
+#: One run, in a fresh interpreter: argv is the asset folder, boto3's folder, the handler,
+#: the SDK module. Prints each clock's readings (wall, CPU) before the SDK, after it, after
+#: the handler and after the asset's other modules.
 RUN = """
 import sys, time
 clocks = (time.perf_counter, time.process_time)
 marks = [[clock() for clock in clocks]]
-asset, boto_site, handler = sys.argv[1:]
+asset, boto_site, handler, sdk = sys.argv[1:]
 sys.path[:0] = [asset, boto_site]
-import boto3
+__import__(sdk)
 marks.append([clock() for clock in clocks])
 import importlib, json, pathlib
 module, function = handler.rsplit(".", 1)
@@ -99,35 +103,40 @@ COMPILE_BOTO3 = "import sys; sys.path[:0] = [sys.argv[1]]; import boto3"
 
 @dataclass(frozen=True)
 class Asset:
-    """A handler's staged asset: ``label`` names the package copy it came from."""
+    """A handler's staged asset: ``label`` names the package copy it came from; ``sdk``
+    the module its clients come from (`SDK_OF`)."""
 
     label: str
     handler: str
     folder: Path
+    sdk: str = "boto3"
 
 
 def staged(folder: Path, handler: str, label: str) -> Asset:
     """The asset of ``handler``: staged from ``folder`` when it is a run-time package
     folder, else ``folder`` itself (an asset already staged)."""
     if (folder / "__init__.py").is_file():
-        return Asset(label, handler, staged_asset(handler, folder.resolve()))
-    return Asset(label, handler, folder.resolve())
+        folder = staged_asset(handler, folder.resolve())
+    module = folder.resolve() / (handler.rsplit(".", 1)[0].replace(".", "/") + ".py")
+    text = module.read_text() if module.is_file() else ""
+    sdk = next((m for mark, m in SDK_OF.items() if mark in text), "boto3")
+    return Asset(label, handler, folder.resolve(), sdk)
 
 
 #: What a run measures: (name, first mark, last mark, clock index); the marks are RUN's:
-#: 0 before boto3, 1 after it, 2 after the handler, 3 after the asset's other modules.
+#: 0 before the SDK, 1 after it, 2 after the handler, 3 after the asset's other modules.
 MEASURES = (
-    ("boto3 wall", 0, 1, 0),
-    ("boto3 cpu", 0, 1, 1),
+    ("sdk wall", 0, 1, 0),
+    ("sdk cpu", 0, 1, 1),
     ("handler wall", 1, 2, 0),
     ("handler cpu", 1, 2, 1),
     ("+ later wall", 1, 3, 0),
     ("+ later cpu", 1, 3, 1),
-    ("boto3 + handler wall", 0, 2, 0),
-    ("boto3 + handler cpu", 0, 2, 1),
+    ("sdk + handler wall", 0, 2, 0),
+    ("sdk + handler cpu", 0, 2, 1),
 )
 #: The measure `GOAL_MS` is for.
-GOAL_MEASURE = "boto3 + handler wall"
+GOAL_MEASURE = "sdk + handler wall"
 
 
 def compile_boto3() -> str | None:
@@ -146,7 +155,7 @@ def compile_boto3() -> str | None:
 
 
 def run_once(asset: Asset) -> list[float]:
-    """One cold import of boto3 and ``asset``'s handler: each of `MEASURES`, in seconds."""
+    """One cold import of ``asset``'s SDK and handler: each of `MEASURES`, in seconds."""
     done = subprocess.run(  # noqa: S603 (this Python, on a script of this file)
         [
             sys.executable,
@@ -158,6 +167,7 @@ def run_once(asset: Asset) -> list[float]:
             str(asset.folder),
             str(BOTO_SITE),
             asset.handler,
+            asset.sdk,
         ],
         cwd=asset.folder,
         capture_output=True,

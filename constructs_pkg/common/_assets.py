@@ -34,6 +34,7 @@ import tokenize
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "bytecode_path",
@@ -169,7 +170,7 @@ def staged_modules(
     return root
 
 
-CACHE_FORMAT = "6"
+CACHE_FORMAT = "7"
 """Bumped when what a staged folder holds changes for the same sources."""
 
 
@@ -401,6 +402,26 @@ def _annotations(tree: ast.Module, lines: Sequence[str]) -> Iterator[Span]:
         if before.endswith("->") and before[:-2].rstrip().endswith(")"):
             start = len(before[:-2].rstrip())
             yield returns.lineno, start, returns.lineno, _column(line, returns.end_col_offset or 0)
+        yield from _local_annotations(node.body, lines)
+
+
+def _local_annotations(body: Sequence[Any], lines: Sequence[str]) -> Iterator[Span]:
+    """Where the annotations of a function's local variables given a value are (``: int``
+    of ``x: int = 1``), those on the variable's line: compiling parses them, nothing
+    evaluates or keeps them. Not in a class's body (a dataclass's fields are its
+    annotations), nor of a variable without a value (the annotation makes it local); a
+    function within is walked on its own (`_annotations`)."""
+    for statement in body:
+        if isinstance(statement, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        if isinstance(statement, ast.AnnAssign) and statement.value is not None:
+            target, note = statement.target, statement.annotation
+            if isinstance(target, ast.Name) and target.lineno == note.end_lineno:
+                line = lines[target.lineno - 1]
+                start = _column(line, target.end_col_offset or 0)
+                yield target.lineno, start, target.lineno, _column(line, note.end_col_offset or 0)
+        for block in ("body", "orelse", "finalbody", "handlers", "cases"):
+            yield from _local_annotations(getattr(statement, block, None) or [], lines)
 
 
 def _comments(source: str) -> Iterator[Span]:

@@ -20,7 +20,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from ddb_capacity_runtime.scaler.shard import BATCH_QUEUE_ENV
+from ddb_capacity_runtime.core.names import BATCH_QUEUE_ENV
 
 from ..common._compliance import acknowledge, acknowledge_all, skip_checkov
 from ..common._deploy_limits import check_policy

@@ -18,6 +18,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from ddb_capacity_runtime.core.deadline import MARGIN
 from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 from ddb_capacity_runtime.core.names import DIMENSIONS, STORE_ENV, WORST_TABLE_METRICS
 from ddb_capacity_runtime.core.settings import (
@@ -29,7 +30,6 @@ from ddb_capacity_runtime.core.settings import (
     ScalerConfig,
     for_mode,
 )
-from ddb_capacity_runtime.scaler.shard import MARGIN
 
 from ..common import _wiring as wiring
 from ..common._alarm_sink import chosen_alarm_topic

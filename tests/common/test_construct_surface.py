@@ -54,10 +54,10 @@ from constructs_pkg.requests._capacity_requests import FUNCTION_DEFAULTS as REQU
 from constructs_pkg.requests._capacity_requests import REQUEST_METRICS
 from constructs_pkg.scaler._scaler import FUNCTION_DEFAULTS as SCALER_FUNCTIONS
 from constructs_pkg.scaler._scaler import NAMESPACE, SCALER_METRICS
+from ddb_capacity_runtime.core.deadline import MARGIN
 from ddb_capacity_runtime.requests.broker import NAMESPACE as BROKER_NAMESPACE
 from ddb_capacity_runtime.requests.client import BROKER_MAX_WAIT
 from ddb_capacity_runtime.scaler.handler import tick_deadline
-from ddb_capacity_runtime.scaler.shard import MARGIN
 from tests.support.alarm_style import alarm_actions_of
 from tests.support.construct_surface import PK, SMALL, settled
 from tests.support.docs import run_block

@@ -50,8 +50,10 @@ LEASE_WAIT_SECONDS = 5
 """How long a move of a minimum waits for its dimension's lease (a request holding it)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Outcome:
+    """What became of a change sent: its status, and the error, if any."""
+
     change: Change
     status: Status
     error: str | None = None

@@ -35,8 +35,10 @@ if TYPE_CHECKING:
     from mypy_boto3_resourcegroupstaggingapi import ResourceGroupsTaggingAPIClient
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Clients:
+    """The AWS clients a tick (or a request) makes its calls with."""
+
     dynamodb: DynamoDBClient
     autoscaling: ApplicationAutoScalingClient
     cloudwatch: CloudWatchClient
@@ -62,13 +64,20 @@ def regional(make: Callable[[], _Made]) -> _Made:
         raise CapacityRequestError(NO_REGION) from None
 
 
-def make_clients(*, with_sqs: bool = False, **kwargs: Any) -> Clients:
-    """boto3 clients: DynamoDB and Application Auto Scaling bounded
+def make_clients(*, with_sqs: bool = False, session: Any = None, **kwargs: Any) -> Clients:
+    """Clients of boto3's default session, or of the botocore ``session``
+    (`botocore_session`): DynamoDB and Application Auto Scaling bounded
     (`CONTROL_PLANE_ATTEMPTS` standard retries, short timeouts), since they are
     called under state-store leases; CloudWatch, the tagging API and SQS (``with_sqs``)
     with adaptive retries (throttled calls back off)."""
-    import boto3
     from botocore.config import Config
+
+    if session is None:
+        import boto3
+
+        client = boto3.client
+    else:
+        client = session.create_client
 
     config = Config(retries={"mode": "adaptive", "max_attempts": 10})
     bounded = _bounded()
@@ -77,16 +86,26 @@ def make_clients(*, with_sqs: bool = False, **kwargs: Any) -> Clients:
     @functools.cache
     def cloudwatch_of(region: str) -> CloudWatchClient:
         # bounded as the control plane's: another Region's outage costs a tick seconds
-        return boto3.client("cloudwatch", config=bounded, region_name=region, **elsewhere)
+        return client("cloudwatch", config=bounded, region_name=region, **elsewhere)
 
     return Clients(
-        boto3.client("dynamodb", config=bounded, **kwargs),
-        boto3.client("application-autoscaling", config=bounded, **kwargs),
-        boto3.client("cloudwatch", config=config, **kwargs),
-        boto3.client("resourcegroupstaggingapi", config=config, **kwargs),
-        boto3.client("sqs", config=config, **kwargs) if with_sqs else None,
+        client("dynamodb", config=bounded, **kwargs),
+        client("application-autoscaling", config=bounded, **kwargs),
+        client("cloudwatch", config=config, **kwargs),
+        client("resourcegroupstaggingapi", config=config, **kwargs),
+        client("sqs", config=config, **kwargs) if with_sqs else None,
         cloudwatch_of,
     )
+
+
+@functools.cache
+def botocore_session() -> Any:
+    """One botocore session for the process, as boto3's default session is: clients made
+    from it (`make_clients`) spare a cold start boto3's import (its resources and
+    s3transfer, some 15 ms of the scaler's)."""
+    from botocore.session import get_session
+
+    return get_session()
 
 
 def autoscaling_client(region: str) -> ApplicationAutoScalingClient:

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 from ..core.outcomes import Status
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Meaning:
     """What one AWS error code means to the library."""
 

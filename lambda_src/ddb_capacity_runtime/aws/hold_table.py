@@ -55,8 +55,10 @@ from .minimum import set_minimum
 from .store import HoldStore, Lease, open_store, store_name
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Context:
+    """The clients and clock a hold's calls run with."""
+
     clients: Clients
     clock: Callable[[], float]
     sleep: Callable[[float], None]

@@ -204,7 +204,7 @@ def fetch_throttles(
     return out
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class _Reads:
     """What the pages of GetMetricData said, per query id: the sum of each minute, the
     minutes not to be trusted, and whether the query is trusted at all."""

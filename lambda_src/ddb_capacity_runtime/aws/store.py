@@ -147,7 +147,7 @@ intents; a request past them is refused by name (past some 3,300 holds of the la
 fields, DynamoDB refuses every write that grows the item, the scaler's among them)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class HoldLimits:
     """The largest hold the store obeys (units per dimension and duration), the most
     units the active holds of one dimension may add up to, and the table quota. What the
@@ -161,7 +161,7 @@ class HoldLimits:
     quota: int = DEFAULT_TABLE_QUOTA
 
 
-@dataclass
+@dataclass(eq=False)
 class HoldStore:
     """The store table ``name``, through ``dynamodb``. ``clock``: the time (POSIX seconds)
     its leases and holds are read by; ``sleep``: how a wait for a lease passes (`lease`)."""
@@ -536,7 +536,7 @@ def _dropped(event: str, level: int, key: Mapping[str, Any], **fields: Any) -> N
     count_in_lambda(METRICS_NAMESPACE, "HoldsDropped", store=metrics_store())
 
 
-@dataclass
+@dataclass(eq=False)
 class Lease:
     """A held lease on one dimension's item: the only way to change it. ``version`` is its
     fencing token: every write under it is conditional on it (and on ``owner``). ``until``:

@@ -12,8 +12,13 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from ..core.errors import DeadlinePassed as DeadlinePassed
+
+MARGIN = timedelta(seconds=20)
+"""A tick's deadline (and a batch's) is the next tick less this: its last write ends before
+the next tick's first."""
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,9 @@ raised on request), so this ceiling only refuses nonsense, 25 times the default.
 TABLE_QUOTA_ENV = "CAPACITY_TABLE_QUOTA"
 """The environment variable that carries the table quota to the run-time functions (part of the
 scaler's settings contract, and read by the state store's bounds)."""
+BATCH_QUEUE_ENV = "CAPACITY_BATCH_QUEUE_URL"
+"""The sharded scaler's batch queue, for its scheduled function (the construct sets it;
+without it, a tick is never sharded: `scaler.shard`)."""
 STORE_ENV = "CAPACITY_HOLDS_TABLE"
 """The environment variable that names the state store (the hold store) for workers and for the
 Lambda functions (set by ``CapacityRequests`` and the ``ThrottleAwareScaler``)."""

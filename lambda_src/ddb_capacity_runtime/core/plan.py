@@ -44,6 +44,8 @@ SCALABLE_TARGET, UPDATE_TABLE = Via.SCALABLE_TARGET, Via.UPDATE_TABLE
 @direct_init
 @dataclass(frozen=True)
 class Change:
+    """A dimension's decided change: from ``old`` to ``new`` units, and why."""
+
     dimension: Dimension
     old: int
     new: int

@@ -37,6 +37,8 @@ class TrackingPolicy:
 
 @dataclass(frozen=True)
 class ScalableTarget:
+    """A dimension's scalable target, as Application Auto Scaling describes it."""
+
     resource_id: str
     scalable_dimension: str
     min_capacity: int
@@ -102,6 +104,8 @@ class Dimension:
 
 @dataclass
 class ManagedTable:
+    """A table the tick manages: its tags and the dimensions it decides."""
+
     name: str
     arn: str
     tags: dict[str, str]

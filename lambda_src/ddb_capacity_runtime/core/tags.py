@@ -60,6 +60,8 @@ class BaseMin:
 
 @dataclass(frozen=True)
 class IgnoredTag:
+    """A tag (or stored item) ignored: its key, its value and why."""
+
     key: str
     value: str
     reason: str

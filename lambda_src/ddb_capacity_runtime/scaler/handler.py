@@ -13,31 +13,25 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..aws import discovery, table_calls
-from ..aws.clients import Clients, make_clients
+from ..aws.clients import Clients, botocore_session, make_clients
 from ..aws.error_codes import describe_error
 from ..aws.retry import RetryWithin, ThrottleCounter
 from ..aws.store import HoldStore, open_store
-from ..core.deadline import Deadline
+from ..core.deadline import MARGIN, Deadline
+from ..core.errors import BatchError
 from ..core.holds import CapacityRequestError
-from ..core.names import DIMENSIONS, STORE_ENV
+from ..core.names import BATCH_QUEUE_ENV, DIMENSIONS, STORE_ENV
 from ..core.reservation import not_covered
 from ..core.settings import ScalerConfig
 from ..core.tables import named_gsis, provisioned_units
 from ..events import emf_record, emit_metrics, log_event
-from .shard import (
-    BATCH_QUEUE_ENV,
-    MARGIN,
-    Batch,
-    BatchError,
-    parse_batch,
-    reserved_shares,
-    send,
-    shard,
-)
 from .tick import DESCRIBE_THREADS, TickFailed, TickSummary, tick
+
+if TYPE_CHECKING:
+    from .shard import Batch
 
 
 def lambda_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
@@ -47,7 +41,7 @@ def lambda_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     the errors alarm and the dead-letter queue see it."""
     config = ScalerConfig.from_env(os.environ)
     queue_url = os.environ.get(BATCH_QUEUE_ENV) or None
-    clients = make_clients(with_sqs=queue_url is not None)
+    clients = make_clients(with_sqs=queue_url is not None, session=botocore_session())
     store = _store(clients)
     now = scheduled_time(event, datetime.now(UTC), config.tick_minutes)
     deadline = tick_deadline(now, config.tick_minutes, context, time.time())
@@ -72,7 +66,7 @@ def scheduled_time(event: object, now: datetime, tick_minutes: int) -> datetime:
 
 def tick_deadline(now: datetime, tick_minutes: int, context: Any, clock: float) -> float:
     """The deadline of a tick run here (a POSIX time): the next tick less
-    `shard.MARGIN`, as a batch's, and no later than the function's timeout (its
+    `core.deadline.MARGIN`, as a batch's, and no later than the function's timeout (its
     ``context``'s remaining time from ``clock``, the time now) less the same margin."""
     ends = [(now + timedelta(minutes=tick_minutes) - MARGIN).timestamp()]
     remaining = getattr(context, "get_remaining_time_in_millis", None)
@@ -87,7 +81,7 @@ def batch_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     and a batch in which anything failed fail the invocation, after every record was
     tried; each is counted (EMF ``Failures``; ``LateBatches`` for a late one)."""
     config = ScalerConfig.from_env(os.environ)
-    clients = make_clients()
+    clients = make_clients(session=botocore_session())
     store = _store(clients)
     records = event.get("Records") if isinstance(event, Mapping) else None
     if not isinstance(records, list) or not records:
@@ -115,6 +109,8 @@ def run_batch(
     """One SQS record's batch, ticked; returns why it failed, or None. A record that is
     not a batch is refused, and a batch received after its deadline is not ticked (the
     next tick decides its tables): both are counted."""
+    from .shard import parse_batch  # the batch function's alone
+
     body = record.get("body") if isinstance(record, Mapping) else None
     started = now()
     try:
@@ -159,7 +155,7 @@ def coordinate(
     """One tick: with a batch queue and more than ``shard_above_tables`` tables found,
     the tables in batches of ``tables_per_batch`` sent to the queue, each to be ticked by
     the batch function before the next tick (``now`` + the tick, less
-    `shard.MARGIN`); otherwise the tick, run here. A batch not sent
+    `core.deadline.MARGIN`); otherwise the tick, run here. A batch not sent
     is a shared failure of the tick (its tables wait for the next). A tick run here sends
     nothing after ``deadline`` (a POSIX time; None: none)."""
 
@@ -184,6 +180,8 @@ def coordinate(
             found = discovery.find_tables(clients.tagging, config, unsound)
     except Exception:  # the tick meets the failure again, and reports it as it always has
         return here()
+    from .shard import send, shard  # a sharded tick's alone
+
     if len(found) <= config.shard_above_tables:
         # entries discovery passed over are met again by the tick's own discovery, and counted
         return here() if unsound else here(found=found)
@@ -235,6 +233,8 @@ def _reservation_shares(
     proportion to the units of its tables that reserved capacity covers, read with one
     DescribeTable each), and the failure that left every batch the whole reservation
     instead: a table that could not be described (its units unknown)."""
+    from .shard import reserved_shares
+
     reservation = config.reservation
     if not reservation:
         return batches, []

@@ -18,9 +18,7 @@ from typing import Any
 
 from ..aws import discovery, table_calls
 from ..aws.clients import Clients
-from ..aws.counts import dropped
 from ..aws.error_codes import describe_error
-from ..aws.hold_table import restore_expired
 from ..aws.store import HoldStore, Lease
 from ..core import holds
 from ..core.deadline import NONE, Deadline
@@ -117,7 +115,11 @@ def _end_expired(
     deadline: Deadline,
 ) -> Mapping[tuple[str, str], ScalableTarget]:
     """End the table's expired holds; returns its scalable targets read again (ending
-    holds moved minimums: the account's listing is stale for this table)."""
+    holds moved minimums: the account's listing is stale for this table). A tick imports
+    the code that ends holds only when one has expired."""
+    from ..aws.counts import dropped
+    from ..aws.hold_table import restore_expired
+
     rows = restore_expired(
         name,
         store=store,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..aws import discovery, table_calls
 from ..aws.discovery import NotManaged, TableUnavailable, TableUpdating
@@ -18,8 +18,10 @@ from ..core.holds import HeldDimension
 from ..core.tables import ManagedTable, ScalableTarget
 from ..events import log_event
 from .prepare import STATE_MARKER, prepare, without_bad_targets
-from .shard import Batch
 from .tick_state import TickState as _Tick
+
+if TYPE_CHECKING:
+    from .shard import Batch
 
 
 def read_all(

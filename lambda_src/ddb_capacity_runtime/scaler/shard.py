@@ -16,7 +16,7 @@ A message is untrusted input: `parse_batch` checks every field (a tick in the
 future, or a deadline further than one tick after it, included), and a message it refuses
 is a failure of the batch function, never a tick of anything. A batch keeps to its tick:
 no table of it is acted on after its ``deadline`` (the next scheduled tick, less
-`MARGIN`), so two ticks never act on one table at once; tables left when the
+`core.deadline.MARGIN`), so two ticks never act on one table at once; tables left when the
 deadline passes are failures, decided again by the next tick.
 """
 
@@ -30,15 +30,15 @@ from typing import Any
 
 from ..aws.error_codes import describe_error
 from ..aws.queue import why_unsent
+from ..core.deadline import MARGIN as MARGIN
 from ..core.errors import BatchError as BatchError
 from ..core.errors import shown
+from ..core.names import BATCH_QUEUE_ENV as BATCH_QUEUE_ENV
 from ..core.names import MAX_TABLE_QUOTA, is_table_name
 from ..core.reservation import MAX_RESERVED_UNITS
 from ..core.settings import MAX_TABLES_PER_BATCH
 from ..core.untrusted import UntrustedJSONError, parse_json
 
-BATCH_QUEUE_ENV = "CAPACITY_BATCH_QUEUE_URL"
-"""The batch function's queue (the construct sets it; without it, a tick is never sharded)."""
 VERSION = 1
 """The message format's version."""
 SEND_BATCH = 10
@@ -46,9 +46,6 @@ SEND_BATCH = 10
 SEND_BYTES = 256 * 1024
 MAX_TABLES = MAX_TABLES_PER_BATCH
 """The most tables a message may name: the most ``tables_per_batch``."""
-MARGIN = timedelta(seconds=20)
-"""A batch's deadline is the next tick less this: its last write ends before the next tick's
-first."""
 SKEW = timedelta(minutes=1)
 """A tick time later than the receiving clock by more than this is refused."""
 

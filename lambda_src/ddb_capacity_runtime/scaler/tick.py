@@ -89,7 +89,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from ..aws import actuator, metrics, table_calls
 from ..aws.actuator import Outcome
@@ -113,11 +113,13 @@ from .plans import keep_plans, new_plans, retarget, with_plans_in_force
 from .reads import read_all, read_batch
 from .refusals import refuse_tags
 from .replicas import replicated
-from .shard import Batch
 from .tick_report import TickSummary as TickSummary
 from .tick_report import log_held, report_table, report_tick, tick_summary
 from .tick_state import TickState as _Tick
 from .witness import log_unwitnessed, planned_table, read_throttles, read_witnesses
+
+if TYPE_CHECKING:
+    from .shard import Batch
 
 T = TypeVar("T")
 DESCRIBE_THREADS = 16

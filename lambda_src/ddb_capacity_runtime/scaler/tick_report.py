@@ -25,7 +25,7 @@ from ..events import log_event
 from .tick_state import TickState as _Tick
 
 
-@dataclass
+@dataclass(eq=False)
 class TickSummary:
     """What one tick did: the tables and dimensions it managed, the changes made
     (``changes``) and not made (``failed``) as rows, the tables skipped, the tables that

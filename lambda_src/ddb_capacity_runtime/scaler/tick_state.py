@@ -27,7 +27,7 @@ from ..events import emf_record, emit_metrics
 T = TypeVar("T")
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class TickState:
     """What every step of one tick shares, and what it has found failed so far."""
 
