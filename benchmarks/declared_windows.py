@@ -37,7 +37,8 @@ from ddb_capacity_tools.simulator import ModelParams, Prices, parse, read_csv, s
 from ddb_capacity_tools.simulator.candidates import ON_DEMAND, Candidate
 from ddb_capacity_tools.simulator.ensemble import settings_of
 from ddb_capacity_tools.simulator.hybrid import windows_of
-from ddb_capacity_tools.simulator.run import DimensionResult, compose_hybrid
+from ddb_capacity_tools.simulator.policies import DEFAULT_TICK_MINUTES
+from ddb_capacity_tools.simulator.run import DimensionResult, compose_hybrid, recovery_minutes
 from ddb_capacity_tools.simulator.trace import Trace
 from ddb_capacity_tools.simulator.tune import choose, tune
 
@@ -72,9 +73,12 @@ def learned_against_declared(trace: Trace, workers: int) -> dict[str, tuple[floa
     results = simulate(trace, policies, params, prices, None, workers=workers, score_from=split)
     base = [r for r in results if r.policy == "autopilot+stock:70"]
     od = [r for r in results if r.policy == ON_DEMAND]
+    recovery = recovery_minutes(params, DEFAULT_TICK_MINUTES)
 
     def composed(name: str) -> list[DimensionResult]:
-        return compose_hybrid(parse(name), base, od, trace, prices, split, basis=params.billing)
+        return compose_hybrid(
+            parse(name), base, od, trace, prices, split, basis=params.billing, recovery=recovery
+        )
 
     return {
         name: (sum(r.cost_usd for r in rs), sum(r.throttled_requests for r in rs))

@@ -466,7 +466,7 @@ def advise_trace(
     advice = Advice(table, index, trace.minutes, tuning, notes, unsized=unsized)
     if setup.reserve_hours:
         hours = left_out(
-            _hours(trace, table, tuning.recommended.policy, setup),
+            _hours(trace, table, tuning.recommended, setup),
             setup.prices or Prices(),
             infrequent=bool(classed),
             replicated=size.replication.replicated,
@@ -486,15 +486,18 @@ def advise_trace(
     )
 
 
-def _hours(trace: Trace, table: str, policy: str, setup: Setup) -> TableHours:
-    """``trace``'s hours under ``policy`` over the whole history (the reservation plan's
-    input; the policy is its own ``current``, so it runs once)."""
+def _hours(trace: Trace, table: str, pick: Candidate, setup: Setup) -> TableHours:
+    """``trace``'s hours under ``pick``'s policy over the whole history (the reservation
+    plan's input; the policy is its own ``current``, so it runs once), declared windows at
+    the pick's hours."""
+    policy = pick.policy
     recommended = ReserveSetup(
         current=policy,
         policy=policy,
         params=setup.params,
         prices=setup.prices or Prices(),
         tick=setup.tick,
+        hours={policy: pick.hours} if pick.hours else {},
     )
     return replace(plan_table(trace, trace.minutes, recommended), name=table)
 
