@@ -49,13 +49,12 @@ from .simulator.candidates import (
     CANDIDATES,
     MONTH_HOURS,
     MONTH_MINUTES,
-    ON_DEMAND,
-    STOCK,
     Candidate,
     Rule,
     Tuning,
     compared_only,
     scaled,
+    tried,
 )
 from .simulator.params import ModelParams
 from .simulator.policies import DEFAULT_TICK_MINUTES
@@ -451,7 +450,7 @@ def advise_trace(
     if idle(trace):
         return Failure(table, index, idle_reason(setup.days, "compare"))
     settings = setup.settings_of(trace)
-    names = list(dict.fromkeys([*setup.candidates, *STOCK, ON_DEMAND]))
+    names = tried(setup.candidates, settings[0])
     split = validation_split(trace)
     early, later = place_split(
         trace, names, settings, setup.prices, setup.tick, setup.workers, split, progress, "advise"

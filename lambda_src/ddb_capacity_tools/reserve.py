@@ -58,10 +58,10 @@ from .simulator.candidates import (
     CANDIDATES,
     MONTH_HOURS,
     ON_DEMAND,
-    STOCK,
     Candidate,
     Rule,
     spec_of,
+    tried,
 )
 from .simulator.ensemble import settings_of
 from .simulator.params import ModelParams
@@ -228,7 +228,7 @@ def _recommend(
     ``progress``, a step a run."""
     planning = cut_trace(trace, split)
     settings = settings_of(setup.ensemble, setup.params, planning)
-    names = list(dict.fromkeys([*setup.candidates, *STOCK, ON_DEMAND]))
+    names = tried(setup.candidates, settings[0])
     cut = validation_split(planning)
     early, later = place_split(
         planning,

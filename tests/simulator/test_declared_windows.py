@@ -234,3 +234,12 @@ def test_the_learned_windows_leave_out_one_that_refuses_or_costs_more_around_it(
     assert not any(kept)  # returned at 100 as the burst starts: it would refuse
     # were the table at the autopilot's level as soon as the window ends, it would save
     assert best_of(hour_1, {key: base}, {key: od}, Prices(), 0, 2 * DAY, 0, "hourly-max") == hour_1
+
+
+def test_with_a_reservation_neither_the_hybrid_nor_the_windows_is_tried() -> None:
+    from ddb_capacity_tools.simulator.candidates import CANDIDATES, tried
+
+    assert {"hybrid:70", "windows:70"} <= set(tried(CANDIDATES, ModelParams()))
+    reserved = tried(CANDIDATES, ModelParams(reserved_read_units=100))
+    assert not {"hybrid:70", "windows:70"} & set(reserved)
+    assert "on-demand" in reserved and "stock:30" in reserved
