@@ -20,7 +20,8 @@ from the 7 days before it (the simulator's hybrid plan), and on-demand.
 
 The traces: each real trace of ``../shared/traces/`` (read in place: their licence forbids
 copying them; 14 days a minute), the seeded noisy diurnal trace
-(``simulate_noisy_30_days.noisy_diurnal``, 14 days) and the nightly-batch scenario.
+(``simulate_noisy_30_days.noisy_diurnal``, 14 days), the nightly-batch scenario and a
+daily spike (writes 60 x their level for 20 minutes at noon every day, 14 days).
 
 Usage:
     .venv/bin/python -m benchmarks.declared_windows [--workers 2] [--traces DIR] [--only NAME]
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 from benchmarks.simulate_noisy_30_days import noisy_diurnal
@@ -37,13 +39,22 @@ from ddb_capacity_tools.simulator import ModelParams, Prices, parse, read_csv, s
 from ddb_capacity_tools.simulator.candidates import ON_DEMAND, Candidate
 from ddb_capacity_tools.simulator.ensemble import settings_of
 from ddb_capacity_tools.simulator.hybrid import windows_of
-from ddb_capacity_tools.simulator.run import DimensionResult, compose_hybrid
+from ddb_capacity_tools.simulator.policies import DEFAULT_TICK_MINUTES
+from ddb_capacity_tools.simulator.run import DimensionResult, compose_hybrid, recovery_minutes
 from ddb_capacity_tools.simulator.trace import Trace
 from ddb_capacity_tools.simulator.tune import choose, tune
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
 WINDOWS = "windows:70"
 CANDIDATES = ("autopilot:70", "autopilot+stock:70", WINDOWS)
+
+
+def daily_spike(days: int = 14) -> Trace:
+    """Reads at 100/s; writes at 50/s, but 3,000/s from 12:00 to 12:20 UTC every day: the
+    hours a declared window is made for."""
+    writes = [3000.0 if 720 <= m % 1440 < 740 else 50.0 for m in range(days * 1440)]
+    demand = {(None, "read"): [100.0] * len(writes), (None, "write"): writes}
+    return Trace("daily-spike", datetime(2026, 1, 5, tzinfo=UTC), demand)
 
 
 def measure(trace: Trace, workers: int) -> dict[str, object]:
@@ -72,9 +83,12 @@ def learned_against_declared(trace: Trace, workers: int) -> dict[str, tuple[floa
     results = simulate(trace, policies, params, prices, None, workers=workers, score_from=split)
     base = [r for r in results if r.policy == "autopilot+stock:70"]
     od = [r for r in results if r.policy == ON_DEMAND]
+    recovery = recovery_minutes(params, DEFAULT_TICK_MINUTES)
 
     def composed(name: str) -> list[DimensionResult]:
-        return compose_hybrid(parse(name), base, od, trace, prices, split, basis=params.billing)
+        return compose_hybrid(
+            parse(name), base, od, trace, prices, split, basis=params.billing, recovery=recovery
+        )
 
     return {
         name: (sum(r.cost_usd for r in rs), sum(r.throttled_requests for r in rs))
@@ -109,11 +123,11 @@ def main() -> None:
     args = parser.parse_args()
     started = time.perf_counter()
     real = [read_csv(p) for p in sorted(args.traces.glob("*.csv"))] if args.traces.is_dir() else []
-    traces = [*real, noisy_diurnal(seed=1, days=14), scenario("nightly-batch")]
+    traces = [*real, noisy_diurnal(seed=1, days=14), scenario("nightly-batch"), daily_spike()]
     if args.only:
         traces = [t for t in traces if t.name.removesuffix(".csv") == args.only]
     print(
-        f"declared windows: {len(real)} real traces from {args.traces} and 2 others; tune, "
+        f"declared windows: {len(real)} real traces from {args.traces} and 3 others; tune, "
         "plausible ensemble, fitted on the first half, figures a month on the second "
         "(medians; cost, refused units)"
     )

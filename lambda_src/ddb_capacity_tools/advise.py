@@ -49,13 +49,12 @@ from .simulator.candidates import (
     CANDIDATES,
     MONTH_HOURS,
     MONTH_MINUTES,
-    ON_DEMAND,
-    STOCK,
     Candidate,
     Rule,
     Tuning,
     compared_only,
     scaled,
+    tried,
 )
 from .simulator.params import ModelParams
 from .simulator.policies import DEFAULT_TICK_MINUTES
@@ -451,7 +450,7 @@ def advise_trace(
     if idle(trace):
         return Failure(table, index, idle_reason(setup.days, "compare"))
     settings = setup.settings_of(trace)
-    names = list(dict.fromkeys([*setup.candidates, *STOCK, ON_DEMAND]))
+    names = tried(setup.candidates, settings[0])
     split = validation_split(trace)
     early, later = place_split(
         trace, names, settings, setup.prices, setup.tick, setup.workers, split, progress, "advise"
@@ -466,7 +465,7 @@ def advise_trace(
     advice = Advice(table, index, trace.minutes, tuning, notes, unsized=unsized)
     if setup.reserve_hours:
         hours = left_out(
-            _hours(trace, table, tuning.recommended.policy, setup),
+            _hours(trace, table, tuning.recommended, setup),
             setup.prices or Prices(),
             infrequent=bool(classed),
             replicated=size.replication.replicated,
@@ -486,15 +485,18 @@ def advise_trace(
     )
 
 
-def _hours(trace: Trace, table: str, policy: str, setup: Setup) -> TableHours:
-    """``trace``'s hours under ``policy`` over the whole history (the reservation plan's
-    input; the policy is its own ``current``, so it runs once)."""
+def _hours(trace: Trace, table: str, pick: Candidate, setup: Setup) -> TableHours:
+    """``trace``'s hours under ``pick``'s policy over the whole history (the reservation
+    plan's input; the policy is its own ``current``, so it runs once), declared windows at
+    the pick's hours."""
+    policy = pick.policy
     recommended = ReserveSetup(
         current=policy,
         policy=policy,
         params=setup.params,
         prices=setup.prices or Prices(),
         tick=setup.tick,
+        hours={policy: pick.hours} if pick.hours else {},
     )
     return replace(plan_table(trace, trace.minutes, recommended), name=table)
 

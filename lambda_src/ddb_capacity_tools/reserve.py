@@ -58,10 +58,10 @@ from .simulator.candidates import (
     CANDIDATES,
     MONTH_HOURS,
     ON_DEMAND,
-    STOCK,
     Candidate,
     Rule,
     spec_of,
+    tried,
 )
 from .simulator.ensemble import settings_of
 from .simulator.params import ModelParams
@@ -109,6 +109,9 @@ class Setup:
     prices: Prices = field(default_factory=Prices)
     tick: int = DEFAULT_TICK_MINUTES
     rule: Rule = field(default_factory=Rule)
+    hours: dict[str, tuple[bool, ...]] = field(default_factory=dict)
+    """Per policy, declared windows' hours as tune's pick learned them (`Candidate.hours`):
+    run at those rather than learned again; a policy not here learns its own."""
     savings_plan: bool = True
     """Plan a Database Savings Plan beside the reservation (`savings_plan.commitment`);
     False: reserved capacity alone (``--no-savings-plan``)."""
@@ -218,14 +221,14 @@ def _at_rate(c: Candidate, factor: float) -> Candidate:
 
 def _recommend(
     trace: Trace, split: int, setup: Setup, progress: Progress | None = None
-) -> tuple[str, str, tuple[str, ...]]:
+) -> tuple[str, str, tuple[str, ...], dict[str, tuple[bool, ...]]]:
     """The policy tune recommends on ``trace``'s minutes before ``split`` at the list prices,
     the one it recommends where every provisioned unit costs the reserved rate of
     `RESERVED_TERM` (the same runs, chosen again), and tune's warnings; progress on
     ``progress``, a step a run."""
     planning = cut_trace(trace, split)
     settings = settings_of(setup.ensemble, setup.params, planning)
-    names = list(dict.fromkeys([*setup.candidates, *STOCK, ON_DEMAND]))
+    names = tried(setup.candidates, settings[0])
     cut = validation_split(planning)
     early, later = place_split(
         planning,
@@ -252,7 +255,8 @@ def _recommend(
         settings[0],
         cut,
     )
-    return listed.recommended.policy, cheaper.recommended.policy, listed.warnings
+    hours = {t.recommended.policy: t.recommended.hours for t in (listed, cheaper)}
+    return listed.recommended.policy, cheaper.recommended.policy, listed.warnings, hours
 
 
 def _run(name: str, trace: Trace, split: int, setup: Setup) -> Run:
@@ -260,7 +264,15 @@ def _run(name: str, trace: Trace, split: int, setup: Setup) -> Run:
     one warmed, one with the stream given it), its hours on each part."""
     params = setup.params.for_trace(trace)
     scored = split if 0 < split < trace.minutes else None  # results count from the scored part
-    ran = run_candidate(name, trace, params, setup.prices, tick=setup.tick, score_from=scored)
+    ran = run_candidate(
+        name,
+        trace,
+        params,
+        setup.prices,
+        tick=setup.tick,
+        score_from=scored,
+        hours=setup.hours.get(name, ()),
+    )
     end, prices = trace.minutes, setup.prices
     return Run(
         name,
@@ -281,7 +293,8 @@ def plan_table(
     if given is not None:
         listed, cheaper = given, given
     else:
-        listed, cheaper, warnings = _recommend(trace, split, setup, progress)
+        listed, cheaper, warnings, hours = _recommend(trace, split, setup, progress)
+        setup = replace(setup, hours={**setup.hours, **hours})
     runs: dict[str, Run] = {}
     for name in dict.fromkeys([listed, cheaper, setup.current]):
         runs[name] = _run(name, trace, split, setup)

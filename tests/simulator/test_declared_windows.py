@@ -8,6 +8,7 @@ import ast
 import json
 import re
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -17,16 +18,21 @@ from ddb_capacity_tools.simulator.candidates import compared_only
 from ddb_capacity_tools.simulator.hybrid import (
     DAY,
     SWITCH_MINUTES,
+    best_of,
+    compose,
     daily,
     fixed_hours,
     led,
     switched,
     windows_of,
 )
-from ddb_capacity_tools.simulator.run import hybrid_base, learned_hours
+from ddb_capacity_tools.simulator.model import Recorded
+from ddb_capacity_tools.simulator.policies import DEFAULT_TICK_MINUTES
+from ddb_capacity_tools.simulator.run import hybrid_base, learned_hours, recovery_minutes
 from ddb_capacity_tools.simulator.scenarios import scenario
 from ddb_capacity_tools.simulator.trace import Trace
 from ddb_capacity_tools.simulator.tune_code import code_for
+from ddb_capacity_tools.simulator.tune_runs import place, run_candidate
 from tests.support.cli import run
 from tests.support.pasted import synthesized_stack
 
@@ -77,16 +83,28 @@ def test_each_switch_starts_early_and_keeps_its_own_minutes_provisioned() -> Non
     assert led([True, True, False]) == [True, True, False]  # nothing before the first minute
 
 
+def _daily_spike(days: int = 7) -> Trace:
+    """Reads at 100/s, writes at 50/s but 3,000/s from 12:00 to 12:20 UTC every day."""
+    writes = [3000.0 if 720 <= m % DAY < 740 else 50.0 for m in range(days * DAY)]
+    reads = [100.0] * len(writes)
+    return Trace(
+        "daily-spike",
+        datetime(2026, 1, 5, tzinfo=UTC),
+        {(None, "read"): reads, (None, "write"): writes},
+    )
+
+
 def test_the_windows_run_the_autopilot_on_stock_with_fixed_hours_learned_before_scoring() -> None:
-    trace = scenario("nightly-batch")
-    params, prices, split = ModelParams(), Prices(), 3 * DAY
+    trace = _daily_spike()
+    params, prices, split = ModelParams(), Prices(), 2 * DAY
     assert hybrid_base(parse("windows:60")).text == "autopilot+stock:60"
     out = run_policy(parse("windows:70"), trace, params, prices, score_from=split)
     base = run_policy(parse("autopilot+stock:70"), trace, params, prices, score_from=split)
     od = run_policy(parse("on-demand"), trace, params, prices, score_from=split)
-    hours = learned_hours(base, od, trace, prices, split)
+    recovery = recovery_minutes(params, DEFAULT_TICK_MINUTES)
+    hours = learned_hours(base, od, trace, prices, split, recovery, params.billing)
     assert all(r.hours == tuple(hours) for r in out)
-    assert any(hours) and not all(hours)
+    assert hours[12] and not all(hours)  # the spike's hour is on-demand
     expected = daily(hours, 0, trace.minutes)  # the switches start early: on the hour
     for r in out:
         on_demand = [p == 0 for p in r.recorded.provisioned]
@@ -113,34 +131,42 @@ def _trace_file(tmp_path: Path, trace: Trace) -> Path:
 
 
 def test_tune_offers_the_windows_as_a_deployable_candidate_with_code(tmp_path: Path) -> None:
-    trace = scenario("nightly-batch")
+    trace = _daily_spike()
     path = _trace_file(tmp_path, trace)
-    args = ("tune", "--trace", str(path), "--score-from", f"{trace.time(3 * DAY):%Y-%m-%dT%H:%MZ}")
-    code, out, err = run(
-        *args, "--candidate", "windows:70", "--candidate", "autopilot+stock:70", "--json"
-    )
+    candidates = ("windows:70", "autopilot+stock:70", "autopilot:70")
+    given = [a for c in candidates for a in ("--candidate", c)]
+    code, out, err = run("tune", "--trace", str(path), "--json", *given)
     assert code == 0, err
     doc = json.loads(out)
-    [windows] = [c for c in doc["candidates"] if c["policy"] == "windows:70"]
+    by = {c["policy"]: c for c in doc["candidates"]}
+    windows = by["windows:70"]
     assert windows["compared_only"] is False
-    declared = windows["on_demand_windows"]
-    assert declared and all(w["start"].endswith(":00") for w in declared)
-    [stock] = [c for c in doc["candidates"] if c["policy"] == "autopilot+stock:70"]
-    assert stock["on_demand_windows"] is None
-    # on-demand after the batch, while stock keeps its capacity, costs less, refusing no more
-    assert windows["cost_usd"]["median"] < stock["cost_usd"]["median"]
-    assert windows["throttled_requests"]["median"] <= stock["throttled_requests"]["median"]
+    assert windows["on_demand_windows"] == [{"start": "11:00", "hours": 2}]  # the spike's
+    assert by["autopilot+stock:70"]["on_demand_windows"] is None
+    # on-demand through the daily spike costs less than provisioning for it, refusing none
+    for rival in candidates[1:] + ("on-demand",):
+        assert windows["cost_usd"]["median"] < by[rival]["cost_usd"]["median"], rival
+    assert windows["throttled_requests"]["median"] == 0
     assert doc["recommended"] == "windows:70"
     ast.parse(doc["code"])
-    pasted = re.findall(r"add_on_demand_window\((.*)\)", doc["code"])
-    assert len(pasted) == len(declared)
-    for n, (call, w) in enumerate(zip(pasted, declared, strict=True), 1):
-        hour = int(w["start"][:2])
-        start = (hour * 60 - SWITCH_MINUTES) % DAY
-        assert call == (
-            f"'OnDemand{n}', start='{start // 60:02d}:{start % 60:02d}', "
-            f"duration=Duration.minutes({w['hours'] * 60 + SWITCH_MINUTES}), week_days=EVERY_DAY"
-        )
+    assert re.findall(r"add_on_demand_window\((.*)\)", doc["code"]) == [
+        "'OnDemand1', start='10:55', duration=Duration.minutes(125), week_days=EVERY_DAY"
+    ]
+
+
+def test_a_picks_hours_are_run_again_as_they_were_not_learned_again() -> None:
+    """``tune --score-from``, ``reserve`` and ``advise`` run a pick again on other minutes:
+    its windows keep the pick's hours."""
+    trace, params, prices = _daily_spike(), ModelParams(), Prices()
+    picked = tuple(h == 3 for h in range(24))  # not what this traffic teaches
+    [c] = place(trace, ["windows:70"], [params], prices, workers=1, learned={"windows:70": picked})
+    assert c.hours == picked
+    again = run_candidate(
+        "windows:70", trace, params, prices, tick=2, score_from=None, hours=picked
+    )
+    assert again and all(r.hours == picked for r in again)
+    learned = run_candidate("windows:70", trace, params, prices, tick=2, score_from=None)
+    assert learned[0].hours != picked and learned[0].hours[12]
 
 
 def test_the_windows_pasted_code_deploys_the_switch() -> None:
@@ -170,3 +196,50 @@ def compared_only_policy(name: str) -> bool:
 @pytest.mark.parametrize("name", ["hybrid:70", "windows:70"])
 def test_only_the_learned_hybrid_is_compared_only(name: str) -> None:
     assert compared_only_policy(name) is (name == "hybrid:70")
+
+
+def _one_day(levels: list[int], demand: list[float]) -> Recorded:
+    """A run of ``demand`` at ``levels`` (0 a minute: on-demand, serving it all)."""
+    served = [min(d, float(p)) if p else d for d, p in zip(demand, levels, strict=True)]
+    throttled = [d - s for d, s in zip(demand, served, strict=True)]
+    return Recorded(list(demand), served, throttled, list(levels), [0.0] * len(demand))
+
+
+def test_a_window_returns_the_table_at_its_level_of_the_switchs_start() -> None:
+    # the autopilot raised from 100 to 1,000 at 02:00 for a burst; a window 01:00-02:00
+    # suspends the targets from 00:55 and returns the table at 100, held 4 minutes
+    levels = [1000 if 120 <= m < 180 else 100 for m in range(DAY)]
+    demand = [900.0 if 120 <= m < 180 else 50.0 for m in range(DAY)]
+    key = (None, "write")
+    base, od = _one_day(levels, demand), _one_day([0] * DAY, demand)
+    hours = [h == 1 for h in range(24)]
+    out = compose({key: base}, {key: od}, Prices(), hours=hours, recovery=4)[key].recorded
+    assert out.provisioned[55:60] == [100] * 5  # the switch's own minutes
+    assert out.provisioned[60:120] == [0] * 60  # on-demand
+    assert out.provisioned[120:124] == [100] * 4 and out.provisioned[124] == 1000
+    assert out.throttled[120:124] == [800.0] * 4 and out.throttled[124] == 0.0
+    # the same window without the hold (the hybrid, returned at the autopilot's level)
+    assert compose({key: base}, {key: od}, Prices(), hours=hours)[key].recorded.throttled[120] == 0
+
+
+def test_the_learned_windows_leave_out_one_that_refuses_or_costs_more_around_it() -> None:
+    # the autopilot raises at 01:30 for a burst at 02:00: hour 1 is billed at 1,000 units,
+    # which on-demand's few requests undercut
+    levels = [1000 if 90 <= m % DAY < 180 else 100 for m in range(2 * DAY)]
+    demand = [900.0 if 120 <= m % DAY < 180 else 50.0 for m in range(2 * DAY)]
+    key = (None, "write")
+    base, od = _one_day(levels, demand), _one_day([0] * 2 * DAY, demand)
+    hour_1 = [h == 1 for h in range(24)]
+    kept = best_of(hour_1, {key: base}, {key: od}, Prices(), 0, 2 * DAY, 4, "hourly-max")
+    assert not any(kept)  # returned at 100 as the burst starts: it would refuse
+    # were the table at the autopilot's level as soon as the window ends, it would save
+    assert best_of(hour_1, {key: base}, {key: od}, Prices(), 0, 2 * DAY, 0, "hourly-max") == hour_1
+
+
+def test_with_a_reservation_neither_the_hybrid_nor_the_windows_is_tried() -> None:
+    from ddb_capacity_tools.simulator.candidates import CANDIDATES, tried
+
+    assert {"hybrid:70", "windows:70"} <= set(tried(CANDIDATES, ModelParams()))
+    reserved = tried(CANDIDATES, ModelParams(reserved_read_units=100))
+    assert not {"hybrid:70", "windows:70"} & set(reserved)
+    assert "on-demand" in reserved and "stock:30" in reserved

@@ -92,7 +92,7 @@ def test_tune_refuses_policy_and_points_to_candidate(tmp_path: Path, policy: str
         "autopilot+stock:T, autopilot+stock:T+owned; any of these with +prewarm (a "
         "pre-warmed table); any of them but stock:T with +stream (the table's stream as a "
         "write signal); on-demand; windows / windows:T (autopilot+stock:T with declared "
-        "on-demand windows at the hours learned before --score-from); or hybrid / hybrid:T "
+        "on-demand windows at hours learned on the part fitted on); or hybrid / hybrid:T "
         "(shown for comparison, never recommended); repeatable)\n"
     )
 

@@ -219,8 +219,16 @@ class Switcher:
         live = self._targets(table, description)
         resumed = [t for t in live if not all(t.suspended.values())]
         self._register(resumed, suspend=True)
-        if resumed:  # a deploy registered them again: what they are now is restored later
-            kept = {(t.resource_id, t.dimension) for t in state.targets}
-            added = tuple(t for t in resumed if (t.resource_id, t.dimension) not in kept)
-            self._save(table, replace(state, targets=state.targets + added), version)
+        # a deploy (or the owner) registered targets mid-window: their bounds now are the
+        # ones restored at the end (the switch changes none), a new one is restored too
+        now = {(t.resource_id, t.dimension): t for t in live}
+        kept = tuple(
+            replace(t, bounds=now[key].bounds) if (key := (t.resource_id, t.dimension)) in now
+            else t
+            for t in state.targets
+        )  # fmt: skip
+        known = {(t.resource_id, t.dimension) for t in state.targets}
+        added = tuple(t for t in resumed if (t.resource_id, t.dimension) not in known)
+        if kept != state.targets or added:
+            self._save(table, replace(state, targets=kept + added), version)
         return "on-demand"

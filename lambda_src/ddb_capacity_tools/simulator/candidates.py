@@ -14,7 +14,8 @@ from typing import Any
 
 from .ensemble import Spread
 from .hybrid import windows_of
-from .policies import Spec, parse
+from .params import ModelParams
+from .policies import COMPOSED, Spec, parse
 from .table_class import ClassAdvice
 from .trace import Trace
 
@@ -88,7 +89,7 @@ CANDIDATE_HELP = (
     "stock:T, autopilot, autopilot:T, autopilot+stock:T, autopilot+stock:T+owned; any of "
     "these with +prewarm (a pre-warmed table); any of them but stock:T with +stream (the "
     "table's stream as a write signal); on-demand; windows / windows:T (autopilot+stock:T "
-    "with declared on-demand windows at the hours learned before --score-from); or hybrid / "
+    "with declared on-demand windows at hours learned on the part fitted on); or hybrid / "
     "hybrid:T (shown for comparison, never recommended)"
 )
 """The policies tune can recommend, as --candidate values."""
@@ -246,6 +247,17 @@ def best_stock(candidates: Sequence[Candidate]) -> Candidate:
     """The stock setting refusing least among ``candidates`` (of two that refuse as
     little, the cheaper): what the limit rule's limit is set by."""
     return min((c for c in candidates if c.policy in STOCK), key=lambda c: (c.refused, c.cost))
+
+
+def tried(candidates: Sequence[str], params: ModelParams) -> list[str]:
+    """What tune runs: ``candidates``, every stock setting and on-demand, without the hybrid
+    and declared windows when the model has a reservation (they do not model one: their
+    provisioned hours would be charged at the list price beside candidates whose reserved
+    units are free)."""
+    names = list(dict.fromkeys([*candidates, *STOCK, ON_DEMAND]))
+    if params.reservation:
+        names = [n for n in names if spec_of(n).kind not in COMPOSED]
+    return names
 
 
 def compared_only(c: Candidate) -> bool:

@@ -22,8 +22,11 @@ The first day has no history and runs on the autopilot alone.
 
 The declared windows (``windows``, ``windows:T``) are what a table deploys with
 ``add_on_demand_window``: the same hours every day, chosen once (`fixed_hours`) from the
-median saving of each hour of the day over the minutes they are learned from (``tune``: the
-part before ``--score-from``), then kept.
+median saving of each hour of the day over the minutes they are learned from (``tune``: its
+fitting part), then kept. The deployed switch suspends the table's scalable targets from the
+switch's start and returns the table to its level of then: so from the switch's start to the
+window, and for ``recovery`` minutes after it (the autopilot's next tick and its UpdateTable),
+the table holds that level whatever the autopilot's own run did (`frozen`).
 
 Both count the switch's own minutes (`SWITCH_MINUTES`): each switch to on-demand starts that
 many minutes before its window's first hour (`led`), and those minutes are the autopilot's,
@@ -42,17 +45,20 @@ on-demand's previous peak after a switch (the on-demand run's, not a switched ta
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ddb_capacity_runtime.core.switches import MAX_SWITCHES, recent
 
+from . import billing
 from .model import Recorded
 from .prices import Prices
 from .trace import Key
 
 __all__ = [
+    "DECLARED_PER_DAY",
     "HISTORY_DAYS",
     "SWITCHES_PER_DAY",
     "SWITCH_MINUTES",
@@ -62,7 +68,9 @@ __all__ = [
     "costs",
     "daily",
     "fixed_hours",
+    "frozen",
     "led",
+    "best_of",
     "plan",
     "switched",
     "windows_of",
@@ -74,6 +82,13 @@ SWITCHES_PER_DAY = MAX_SWITCHES
 not limited)."""
 HISTORY_DAYS = 7
 """The most past days a day's plan is made from."""
+DECLARED_PER_DAY = SWITCHES_PER_DAY - 1
+"""The most declared windows a day `fixed_hours` chooses: one short of DynamoDB's limit, since
+windows at the same hours every day are exactly 24 hours apart, and a switch a few seconds late
+one day would make the next day's first one a fifth in 24 hours."""
+REFUSAL_SLACK = 0.0002
+"""The share of the units asked that declared windows may refuse beyond the autopilot alone on the
+minutes they are learned from (`refusing_none`): the tune rule's default floor."""
 SWITCH_MINUTES = 5
 """The minutes a switch to on-demand takes in the model, during which the table serves and is billed
 as provisioned. AWS: the switch "can take several minutes. During the switching period, your table
@@ -175,11 +190,11 @@ def fixed_hours(
     on_demand_cost: Sequence[float],
     offset: int = 0,
     until: int | None = None,
-    most: int = SWITCHES_PER_DAY,
+    most: int = DECLARED_PER_DAY,
 ) -> list[bool]:
     """The 24 hours of the day a declared window puts on-demand every day: `best_windows` of
     each hour's median saving (provisioned - on-demand) over the days of minutes 0 to
-    ``until`` (None: every minute). ``offset`` as for `plan`."""
+    ``until`` (None: every minute), at most ``most`` windows. ``offset`` as for `plan`."""
     end = len(provisioned_cost) if until is None else until
     paid = _hourly(provisioned_cost[:end], offset)
     charged = _hourly(on_demand_cost[:end], offset)
@@ -191,6 +206,64 @@ def fixed_hours(
     if all(hours):  # a window lasts under a day: the hour saving least stays provisioned
         hours[min(range(24), key=lambda h: savings[h])] = False
     return hours
+
+
+def best_of(
+    hours: Sequence[bool],
+    base: Mapping[Key, Recorded],
+    on_demand: Mapping[Key, Recorded],
+    prices: Prices,
+    offset: int,
+    until: int,
+    recovery: int,
+    basis: str,
+) -> list[bool]:
+    """Of ``hours``' windows, the set (any of them, or none) that costs least over minutes 0
+    to ``until`` as composed and billed (by ``basis``), among those that refuse no more than
+    ``base`` alone there (beyond `REFUSAL_SLACK` of the units asked). Hours are chosen by each
+    hour's own saving; composed, a window also costs what it does around it: the switch holds
+    the table's level of before it from the switch's start and for ``recovery`` minutes after
+    (`frozen`), a table returned below what comes next refuses, one returned at a peak's level
+    pays it for that clock hour."""
+    mine = {k: _cut(r, until) for k, r in base.items()}
+    theirs = {k: _cut(r, until) for k, r in on_demand.items()}
+    asked = sum(sum(r.demand) for r in mine.values())
+    allowed = sum(sum(r.throttled) for r in mine.values()) + REFUSAL_SLACK * asked
+    first = offset % HOUR
+
+    def judged(chosen: list[bool]) -> tuple[bool, float]:
+        composed = compose(mine, theirs, prices, offset, hours=chosen, recovery=recovery)
+        refused = sum(sum(c.recorded.throttled) for c in composed.values())
+        cost = sum(
+            billing.charge(k[1], c.recorded.provisioned, c.recorded.served, prices, first, basis)
+            for k, c in composed.items()
+        )
+        return refused > allowed, cost
+
+    windows = windows_of(hours)
+    sets = []
+    for n in range(len(windows) + 1):
+        for picked in itertools.combinations(windows, n):
+            chosen = [False] * 24
+            for first_hour, long in picked:
+                for h in range(first_hour, first_hour + long):
+                    chosen[h % 24] = True
+            sets.append(chosen)
+    return min(sets, key=judged)
+
+
+def _cut(r: Recorded, until: int) -> Recorded:
+    """``r``'s minutes before ``until``."""
+    out = Recorded(
+        r.demand[:until],
+        r.served[:until],
+        r.throttled[:until],
+        r.provisioned[:until],
+        r.throttle_events[:until],
+    )
+    if r.key_range:
+        out.with_key_range(r.key_range[:until])
+    return out
 
 
 def windows_of(hours: Sequence[bool]) -> list[tuple[int, int]]:
@@ -261,19 +334,40 @@ class Composed:
 
 
 def costs(
-    base: Mapping[Key, Recorded], on_demand: Mapping[Key, Recorded], prices: Prices
+    base: Mapping[Key, Recorded],
+    on_demand: Mapping[Key, Recorded],
+    prices: Prices,
+    offset: int = 0,
+    basis: str = billing.PER_MINUTE,
 ) -> tuple[list[float], list[float]]:
     """Per minute, (what the table's provisioned capacity cost in ``base``, what on-demand
-    charged for its requests in ``on_demand``): every dimension's together, in dollars."""
+    charged for its requests in ``on_demand``): every dimension's together, in dollars. By
+    the hour's highest level (``basis`` hourly-max), each minute is charged its clock hour's
+    highest level, so that an hour's minutes add up to what the hour is billed."""
     keys = list(base)
     minutes = len(base[keys[0]].demand) if keys else 0
     unit = [prices.provisioned(k[1], 1) for k in keys]  # a unit-minute's dollars
     request = [prices.on_demand(k[1], 1) for k in keys]  # a minute of 1 unit/s
-    provisioned = [base[k].provisioned for k in keys]
+    provisioned = [_levels(base[k].provisioned, offset, basis) for k in keys]
     served = [on_demand[k].served for k in keys]
     paid = [sum(p[m] * u for p, u in zip(provisioned, unit, strict=True)) for m in range(minutes)]
     charged = [sum(s[m] * r for s, r in zip(served, request, strict=True)) for m in range(minutes)]
     return paid, charged
+
+
+def _levels(levels: Sequence[int], offset: int, basis: str) -> Sequence[int]:
+    """``levels`` as billed: as they are (per-minute), or each minute at its clock hour's
+    highest (hourly-max; minute 0 at minute ``offset`` of its day)."""
+    if basis == billing.PER_MINUTE:
+        return levels
+    out = list(levels)
+    start = 0
+    while start < len(levels):
+        end = min(len(levels), start + HOUR - (offset + start) % HOUR)
+        top = max(levels[start:end])
+        out[start:end] = [top] * (end - start)
+        start = end
+    return out
 
 
 def compose(
@@ -285,13 +379,16 @@ def compose(
     most: int = SWITCHES_PER_DAY,
     hindsight: bool = False,
     hours: Sequence[bool] | None = None,
+    recovery: int = 0,
 ) -> dict[Key, Composed]:
     """The hybrid from a provisioned run (``base``) and an on-demand run of the same
     trace, per dimension: each minute the base's or on-demand's, by `plan` over the
     table's costs (every dimension's together), or with ``hours`` (24, `fixed_hours`) by
     those hours every day; either way within the rolling limit, each window's first
     minutes the switch's (`switched`). ``start``: the first minute that counts for the
-    cost (the plan uses every minute); ``hindsight``: as for `plan`."""
+    cost (the plan uses every minute); ``hindsight``: as for `plan`; ``recovery``: with
+    ``hours``, the minutes after a window the table keeps its level of the switch's start
+    (`frozen`)."""
     keys = list(base)
     minutes = len(base[keys[0]].demand) if keys else 0
     unit = {k: prices.provisioned(k[1], 1) for k in keys}  # a unit-minute's dollars
@@ -301,15 +398,55 @@ def compose(
         wanted = plan(paid, charged, offset, most, hindsight=hindsight)
     else:
         wanted = within_limit(daily(hours, offset, minutes), most)
-    mask = switched(within_limit(led(wanted), most))
+    asked = within_limit(led(wanted), most)
+    mask = switched(asked)
+    held = _held_minutes(asked, mask, recovery) if hours is not None else {}
     out = {}
     for k in keys:
-        b, o = base[k], on_demand[k]
+        b, o = frozen(base[k], held), on_demand[k]
         cost = sum(
             o.served[m] * request[k] if mask[m] else b.provisioned[m] * unit[k]
             for m in range(start, minutes)
         )
         out[k] = Composed(_picked(b, o, mask), cost, sum(mask[start:]))
+    return out
+
+
+def _held_minutes(asked: Sequence[bool], mask: Sequence[bool], recovery: int) -> dict[int, int]:
+    """Per minute the table's level is held (targets suspended, the autopilot not yet acting),
+    the minute whose level it holds: each switch's own minutes (``asked`` but not ``mask``)
+    and the ``recovery`` minutes after its window, at the switch's first minute's level."""
+    held: dict[int, int] = {}
+    began = 0
+    for m, on in enumerate(asked):
+        if on and (m == 0 or not asked[m - 1]):
+            began = m
+        if on and not mask[m]:
+            held[m] = began
+        if m and mask[m - 1] and not mask[m]:
+            for after in range(m, min(m + recovery, len(asked))):
+                if asked[after]:
+                    break
+                held[after] = began
+    return held
+
+
+def frozen(b: Recorded, held: dict[int, int]) -> Recorded:
+    """``b`` with each minute of ``held`` at the level of the minute it holds: billed at that
+    level, serving what ``b`` served where ``b`` had no more, else at most that level (no
+    burst counted), the rest throttled."""
+    if not held:
+        return b
+    provisioned, served, throttled = list(b.provisioned), list(b.served), list(b.throttled)
+    for m, first in held.items():
+        level = b.provisioned[first]
+        provisioned[m] = level
+        if b.provisioned[m] > level:
+            served[m] = min(b.demand[m], float(level))
+            throttled[m] = b.demand[m] - served[m]
+    out = Recorded(list(b.demand), served, throttled, provisioned, list(b.throttle_events))
+    if b.key_range:
+        out.with_key_range(b.key_range)
     return out
 
 

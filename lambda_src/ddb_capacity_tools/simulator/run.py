@@ -399,7 +399,16 @@ def _hybrid(
     parts counted from ``start``, as ``tune.place`` runs them."""
     base = run_policy(hybrid_base(spec), trace, params, prices, None, tick, score_from=start)
     od = run_policy(Spec("on-demand", "on-demand"), trace, params, prices, score_from=start)
-    return compose_hybrid(spec, base, od, trace, prices, start, basis=params.billing)
+    recovery = recovery_minutes(params, tick)
+    return compose_hybrid(
+        spec, base, od, trace, prices, start, basis=params.billing, recovery=recovery
+    )
+
+
+def recovery_minutes(params: ModelParams, tick: int) -> int:
+    """How long after a declared window the table keeps the level it was switched at: the
+    autopilot's next tick, then its UpdateTable (the model's longest)."""
+    return tick + params.update_minutes + params.update_spread_minutes
 
 
 def learned_hours(
@@ -408,15 +417,21 @@ def learned_hours(
     trace: Trace,
     prices: Prices,
     until: int = 0,
+    recovery: int = 0,
+    basis: str = billing.DEFAULT_BASIS,
 ) -> list[bool]:
     """The hours of the day (24, UTC) declared windows put on-demand, learned from the
     base's (`hybrid_base`) and on-demand's results over the minutes before ``until`` (0:
-    every minute): `hybrid.fixed_hours`."""
-    paid, charged = hybrid.costs(
-        {r.key: r.recorded for r in base}, {r.key: r.recorded for r in od}, prices
-    )
+    every minute): `hybrid.fixed_hours`' windows, of which the set that costs least there
+    as composed and billed by ``basis``, refusing no more than the base
+    (`hybrid.best_of`, each window's level held ``recovery`` minutes)."""
+    mine = {r.key: r.recorded for r in base}
+    theirs = {r.key: r.recorded for r in od}
     offset = trace.start.hour * 60 + trace.start.minute
-    return hybrid.fixed_hours(paid, charged, offset, until or None)
+    paid, charged = hybrid.costs(mine, theirs, prices, offset, basis)
+    hours = hybrid.fixed_hours(paid, charged, offset, until or None)
+    end = until or trace.minutes
+    return hybrid.best_of(hours, mine, theirs, prices, offset, end, recovery, basis)
 
 
 def compose_hybrid(
@@ -429,16 +444,19 @@ def compose_hybrid(
     hindsight: bool = False,
     basis: str = billing.DEFAULT_BASIS,
     hours: Sequence[bool] | None = None,
+    recovery: int = 0,
 ) -> list[DimensionResult]:
     """The hybrid's (or the declared windows') results from its base's (`hybrid_base`) and
     on-demand's over the same trace, both run with ``score_from=start``: counted from
     minute ``start`` (``hindsight``: `hybrid.plan`'s), billed by ``basis``. The declared
     windows (kind ``windows``) keep ``hours`` (24, of the day, UTC) every day; None: those
-    `learned_hours` finds before ``start``. Decreases are the base's, those in on-demand
-    windows included (a simplification: an on-demand table takes no capacity update)."""
+    `learned_hours` finds before ``start``, and hold the level of each switch's start
+    through it and for ``recovery`` minutes after (`hybrid.frozen`). Decreases are the
+    base's, those in on-demand windows included (a simplification: an on-demand table takes
+    no capacity update)."""
     offset = trace.start.hour * 60 + trace.start.minute
     if spec.kind == "windows" and hours is None:
-        hours = learned_hours(base, od, trace, prices, start)
+        hours = learned_hours(base, od, trace, prices, start, recovery, basis)
     composed = hybrid.compose(
         {r.key: r.recorded for r in base},
         {r.key: r.recorded for r in od},
@@ -447,6 +465,7 @@ def compose_hybrid(
         start,
         hindsight=hindsight,
         hours=hours if spec.kind == "windows" else None,
+        recovery=recovery,
     )
     decreases = {r.key: (r.decreases, r.rejected_decreases) for r in base}
     first = first_minute(trace, start)

@@ -48,7 +48,6 @@ from .candidates import (
     MIN_PART_MINUTES,
     MONTH_HOURS,
     MONTH_MINUTES,
-    ON_DEMAND,
     STOCK,
     Candidate,
     Rule,
@@ -64,6 +63,7 @@ from .candidates import (
     spec_of,
     split_prewarm,
     streamed,
+    tried,
     with_frontier,
 )
 from .params import ModelParams
@@ -149,7 +149,7 @@ def tune(
     is not run under the others (`tune_prune`). Progress on ``progress``, a step a run
     (`tune_runs.place`)."""
     check_length(trace)
-    names = list(dict.fromkeys([*candidates, *STOCK, ON_DEMAND]))
+    names = tried(candidates, settings[0])
     if settings[0].stream_seconds is not None or settings[0].fast_path_seconds is not None:
         names = [n for n in names if not streamed(n)]  # every library policy has them
     split = validation_split(trace)

@@ -139,8 +139,8 @@ def _windows_code(hours: tuple[bool, ...]) -> str:
     if not windows:
         return "# no hour of the day cost less on-demand on the history: no on-demand window\n"
     lines = [
-        "# on-demand in the hours of the day where it cost less on the history (before\n"
-        "# --score-from), every day (UTC), each switch started early so that the table is\n"
+        "# on-demand in the hours of the day where it cost less on the history the choice\n"
+        "# was fitted on, every day (UTC), each switch started early so that the table is\n"
         "# on-demand on the hour; provisioned the rest of the day (docs: On-demand windows)\n"
     ]
     lead = SWITCH_MINUTES  # the switch starts early, so the table is on-demand on the hour

@@ -142,10 +142,11 @@ def pruned(
 ) -> dict[str, str]:
     """Per name of ``names`` to prune, what beat it (`dominated`, over ``parts``) or the
     best stock setting, whose refusals set a limit it is out of reach of (`out_of_reach`); a
-    hybrid when the autopilot it is composed from is pruned, by what beat that."""
+    hybrid when the autopilot it is composed from is pruned, by what beat that (declared
+    windows, which can be recommended, only by what beats them)."""
     out = out_of_reach(parts, rule) | dominated(parts)
     for name in names:
         spec = spec_of(name)
-        if spec.kind in COMPOSED and hybrid_base(spec).text in out:
+        if spec.kind == "hybrid" and hybrid_base(spec).text in out:
             out[name] = out[hybrid_base(spec).text]
     return out

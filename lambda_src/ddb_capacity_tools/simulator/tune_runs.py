@@ -36,7 +36,7 @@ from .params import ModelParams
 from .policies import COMPOSED, DEFAULT_TICK_MINUTES, Spec, parse
 from .prices import Prices
 from .progress import Progress
-from .run import DimensionResult, compose_hybrid, hybrid_base, simulate
+from .run import DimensionResult, compose_hybrid, hybrid_base, recovery_minutes, simulate
 from .scaler_cost import monthly_scaler_cost
 from .stream_cost import monthly_stream_cost
 from .trace import Trace
@@ -53,6 +53,7 @@ def place(
     score_from: int | None = None,
     progress: Progress | None = None,
     command: str = "tune",
+    learned: dict[str, tuple[bool, ...]] | None = None,
 ) -> list[Candidate]:
     """Every policy of ``names`` over ``trace`` under each of ``settings`` (policies in
     ``workers`` processes, default the CPU count), refused units and cost summed over the
@@ -62,11 +63,13 @@ def place(
     on-demand's runs, which run once whether or not they are candidates themselves. A
     pre-warmed candidate (`PREWARM`) runs on a table warmed to the peak of the
     minutes before ``score_from`` (all of them when None) / its target, the one-time
-    charge in its cost. Progress on ``progress``, a step a run, named ``command``."""
+    charge in its cost. Progress on ``progress``, a step a run, named ``command``. Declared
+    windows run at the hours ``learned`` gives them by name (a pick's, `Candidate.hours`),
+    else at those they learn before ``score_from``."""
     prices = prices or Prices()
     until = score_from or trace.minutes
     count = _Count(progress, command, len(settings) * _runs_a_setting(names, settings[0]))
-    runs = _runs(trace, names, settings, prices, tick, workers, score_from, count, {})
+    runs = _runs(trace, names, settings, prices, tick, workers, score_from, count, learned)
     once = {n: _once(n, trace, until, prices, settings[0]) for n in names}
     scored = trace.minutes - (score_from or 0)
     return with_frontier(
@@ -178,7 +181,8 @@ def _runs(
         results = simulate(
             trace, ran, p, prices, None, tick, None, processes, score_from=score_from, ran=count
         )
-        results += _hybrids(hybrids, results, trace, prices, (score_from or 0, p.billing), learned)
+        counted = (score_from or 0, p.billing, recovery_minutes(p, tick))
+        results += _hybrids(hybrids, results, trace, prices, counted, learned)
         if streams:
             results += _with_stream(streams, trace, p, prices, tick, workers, score_from, count)
         for name in warmed:
@@ -218,12 +222,14 @@ def run_candidate(
     *,
     tick: int,
     score_from: int | None,
+    hours: tuple[bool, ...] = (),
 ) -> list[DimensionResult]:
     """The candidate ``name`` run alone as `place` runs it (pre-warmed, with the table's
     stream as a signal, composed as a hybrid: as its suffixes and kind say), its results
-    only."""
+    only; declared windows at ``hours`` when given (a pick's), else learned."""
     wanted = {name, spec_of(name, params.max_capacity).text}
-    (results,) = _runs(trace, [name], [params], prices, tick, 1, score_from, None, {})
+    learned = {name: hours} if hours else {}
+    (results,) = _runs(trace, [name], [params], prices, tick, 1, score_from, None, learned)
     return [r for r in results if r.policy in wanted]
 
 
@@ -245,19 +251,22 @@ def _hybrids(
     results: Sequence[DimensionResult],
     trace: Trace,
     prices: Prices,
-    counted: tuple[int, str],
+    counted: tuple[int, str, int],
     learned: dict[str, tuple[bool, ...]],
 ) -> list[DimensionResult]:
     """Each hybrid of ``hybrids`` composed from its base's and on-demand's ``results``,
-    counted from ``counted``'s minute and billed by its basis; declared windows at the
-    hours in ``learned`` by their name, else at those they learn here (then kept there)."""
+    counted from ``counted``'s minute, billed by its basis, its windows' recovery minutes
+    (`run.recovery_minutes`); declared windows at the hours in ``learned`` by their name,
+    else at those they learn here (then kept there)."""
     out: list[DimensionResult] = []
-    start, basis = counted
+    start, basis, recovery = counted
     od = [r for r in results if r.policy == ON_DEMAND]
     for h in hybrids:
         base = [r for r in results if r.policy == hybrid_base(h).text]
         hours = learned.get(h.text)
-        composed = compose_hybrid(h, base, od, trace, prices, start, basis=basis, hours=hours)
+        composed = compose_hybrid(
+            h, base, od, trace, prices, start, basis=basis, hours=hours, recovery=recovery
+        )
         if h.kind == "windows" and composed:
             learned[h.text] = composed[0].hours
         out += composed

@@ -202,7 +202,10 @@ def score(
     pick = tuning.recommended.policy
     names = list(dict.fromkeys([pick, *STOCK, ON_DEMAND]))
     command = f"tune, scoring from {_since(trace, score_from)}"
-    placed = place(trace, names, settings, prices, tick, workers, score_from, progress, command)
+    hours = {pick: tuning.recommended.hours} if tuning.recommended.hours else {}
+    placed = place(
+        trace, names, settings, prices, tick, workers, score_from, progress, command, hours
+    )
     factor = MONTH_MINUTES / (trace.minutes - score_from)
     by = {c.policy: scaled(c, factor) for c in placed}
     requested = requested_units(trace, factor, start=score_from)

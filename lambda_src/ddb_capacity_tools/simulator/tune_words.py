@@ -259,9 +259,11 @@ TERMS = {
     "hybrid": "hybrid:T: on-demand in the hours where it cost less on past days, "
     "autopilot:T otherwise; compared only: the scaler does not learn on-demand hours",
     "windows": "windows:T: autopilot+stock:T with declared on-demand windows "
-    "(add_on_demand_window, every day, UTC) at the hours of the day where on-demand cost "
-    "less on the history before --score-from (all of it without), kept on the hours scored; "
-    "each switch starts 5 minutes before its hour (the minutes DynamoDB takes to switch)",
+    "(add_on_demand_window, every day, UTC, at most 3) at the hours of the day where "
+    "on-demand cost less on the part fitted on, kept only where they cost less there without "
+    "refusing more, then kept on the hours scored; each switch starts 5 minutes before its "
+    "hour (the minutes DynamoDB takes to switch), and a window returns the table at its level "
+    "of before, until the autopilot acts",
     "scaler": "functions: the scaler's running cost on this table is in the cost of each "
     "policy that runs it (the 'functions' column): its custom metrics, GetMetricData reads, "
     "alarms on the table and invocations, at list prices (docs: Scaler, Costs); the alarm "
