@@ -41,7 +41,7 @@ from ddb_capacity_tools.simulator.ensemble import settings_of
 from ddb_capacity_tools.simulator.hybrid import windows_of
 from ddb_capacity_tools.simulator.policies import DEFAULT_TICK_MINUTES
 from ddb_capacity_tools.simulator.run import DimensionResult, compose_hybrid, recovery_minutes
-from ddb_capacity_tools.simulator.trace import Trace
+from ddb_capacity_tools.simulator.trace import Key, Trace
 from ddb_capacity_tools.simulator.tune import choose, tune
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
@@ -53,7 +53,10 @@ def daily_spike(days: int = 14) -> Trace:
     """Reads at 100/s; writes at 50/s, but 3,000/s from 12:00 to 12:20 UTC every day: the
     hours a declared window is made for."""
     writes = [3000.0 if 720 <= m % 1440 < 740 else 50.0 for m in range(days * 1440)]
-    demand = {(None, "read"): [100.0] * len(writes), (None, "write"): writes}
+    demand: dict[Key, list[float]] = {
+        (None, "read"): [100.0] * len(writes),
+        (None, "write"): writes,
+    }
     return Trace("daily-spike", datetime(2026, 1, 5, tzinfo=UTC), demand)
 
 
