@@ -243,3 +243,18 @@ def test_with_a_reservation_neither_the_hybrid_nor_the_windows_is_tried() -> Non
     reserved = tried(CANDIDATES, ModelParams(reserved_read_units=100))
     assert not {"hybrid:70", "windows:70"} & set(reserved)
     assert "on-demand" in reserved and "stock:30" in reserved
+
+
+def test_a_part_of_an_hour_at_either_end_is_not_taken_for_the_hour() -> None:
+    # the trace starts at 05:50; on-demand is a little dearer in hour 5 of the whole day
+    # after, and free in the 10 minutes of hour 5 that start the trace: taken for an hour,
+    # those minutes would make hour 5's median saving positive
+    start, minutes = 5 * 60 + 50, 2 * DAY - (5 * 60 + 50)
+    paid = [2.0] * minutes
+    charged = [2.1 if (start + m) // 60 % 24 == 5 else 3.0 for m in range(minutes)]
+    charged[:10] = [0.0] * 10
+    assert not any(fixed_hours(paid, charged, offset=start))
+    # the same free minutes in a whole hour do count
+    day_1_05 = DAY + 5 * 60 - start
+    charged[:10], charged[day_1_05 : day_1_05 + 60] = [2.1] * 10, [0.0] * 60
+    assert fixed_hours(paid, charged, offset=start)[5]

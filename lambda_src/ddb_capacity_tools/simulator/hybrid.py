@@ -193,14 +193,16 @@ def fixed_hours(
     most: int = DECLARED_PER_DAY,
 ) -> list[bool]:
     """The 24 hours of the day a declared window puts on-demand every day: `best_windows` of
-    each hour's median saving (provisioned - on-demand) over the days of minutes 0 to
-    ``until`` (None: every minute), at most ``most`` windows. ``offset`` as for `plan`."""
+    each hour's median saving (provisioned - on-demand) over the whole clock hours of
+    minutes 0 to ``until`` (None: every minute; a part of an hour at either end is left
+    out), at most ``most`` windows. ``offset`` as for `plan`."""
     end = len(provisioned_cost) if until is None else until
     paid = _hourly(provisioned_cost[:end], offset)
     charged = _hourly(on_demand_cost[:end], offset)
+    whole = _hourly([1.0] * end, offset)
     savings = []
     for hour in range(24):
-        seen = [paid[s] - charged[s] for s in paid if s[1] == hour]
+        seen = [paid[s] - charged[s] for s in paid if s[1] == hour and whole[s] == HOUR]
         savings.append(statistics.median(seen) if seen else 0.0)
     hours = best_windows(savings, most)
     if all(hours):  # a window lasts under a day: the hour saving least stays provisioned
