@@ -8,7 +8,7 @@ of queries / 500, not with tables x metrics."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -189,12 +189,8 @@ def fetch_throttles(
     planned = queries(keys, ("throttles",))
     reads = _Reads.of(qid for qid, *_ in planned)
     out = dict(series)
-    for offset in range(0, len(planned), MAX_QUERIES_PER_CALL):
-        chunk = planned[offset : offset + MAX_QUERIES_PER_CALL]
-        try:
-            _fetch_batch(cloudwatch, [q for *_, q in chunk], start, end, reads)
-        except Exception as exc:
-            why = f"GetMetricData, throttle events ({len(chunk)} queries): {describe_error(exc)}"
+    for chunk, why in _calls(cloudwatch, planned, start, end, reads, "throttle events"):
+        if why:
             errors.update(dict.fromkeys((key for _, key, *_ in chunk), why))
             continue
         for qid, key, *_ in chunk:
@@ -202,6 +198,30 @@ def fetch_throttles(
             bad = reads.bad[qid] if whole else set(series[key].minute_starts)
             out[key] = _with_throttles(series[key], reads.sums[qid], bad)
     return out
+
+
+def _calls(
+    cloudwatch: CloudWatchClient,
+    planned: list[tuple[Any, ...]],
+    start: datetime,
+    end: datetime,
+    reads: _Reads,
+    what: str,
+    raising: bool = False,
+) -> Iterator[tuple[list[tuple[Any, ...]], str]]:
+    """``planned`` (each ending with its query) fetched into ``reads``, up to 500 queries a
+    call: each chunk with "" or, when its call failed, the error in words naming ``what``
+    (with ``raising``, the error is raised)."""
+    for offset in range(0, len(planned), MAX_QUERIES_PER_CALL):
+        chunk = planned[offset : offset + MAX_QUERIES_PER_CALL]
+        try:
+            _fetch_batch(cloudwatch, [p[-1] for p in chunk], start, end, reads)
+        except Exception as exc:
+            if raising:
+                raise
+            yield chunk, f"GetMetricData, {what} ({len(chunk)} queries): {describe_error(exc)}"
+            continue
+        yield chunk, ""
 
 
 @dataclass(repr=False, eq=False)
@@ -332,12 +352,8 @@ def fetch_witness(
     start = end - WITNESS_READ_MINUTES * MINUTE
     reads = _Reads.of(qid for qid, *_ in planned)
     out: dict[Key, datetime | None] = {}
-    for offset in range(0, len(planned), MAX_QUERIES_PER_CALL):
-        chunk = planned[offset : offset + MAX_QUERIES_PER_CALL]
-        try:
-            _fetch_batch(cloudwatch, [q for *_, q in chunk], start, end, reads)
-        except Exception as exc:
-            why = f"GetMetricData, delivery witness ({len(chunk)} queries): {describe_error(exc)}"
+    for chunk, why in _calls(cloudwatch, planned, start, end, reads, "delivery witness"):
+        if why:
             errors.update(dict.fromkeys((key for _, key, _ in chunk), why))
             continue
         for qid, key, _ in chunk:
@@ -394,16 +410,10 @@ def fetch_causes(
     planned = cause_queries(throttled)
     reads = _Reads.of([*(qid for qid, *_ in planned), WITNESS_ID])
     failed: dict[str, str] = {}
-    for offset in range(0, len(planned), MAX_QUERIES_PER_CALL):
-        chunk = planned[offset : offset + MAX_QUERIES_PER_CALL]
-        batch = [q for *_, q in chunk]
-        try:
-            _fetch_batch(cloudwatch, batch, start, end, reads)
-        except Exception as exc:
-            if errors is None:
-                raise
-            why = f"GetMetricData, throttles by cause ({len(batch)} queries): "
-            failed.update(dict.fromkeys((q for q, *_ in chunk), why + describe_error(exc)))
+    calls = _calls(cloudwatch, planned, start, end, reads, "throttles by cause", errors is None)
+    for chunk, why in calls:
+        if why:
+            failed.update(dict.fromkeys((q for q, *_ in chunk), why))
     by_key: dict[Key, list[str]] = {}
     for qid, key, _, _ in planned:
         by_key.setdefault(key, []).append(qid)
