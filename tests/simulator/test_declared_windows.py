@@ -258,3 +258,10 @@ def test_a_part_of_an_hour_at_either_end_is_not_taken_for_the_hour() -> None:
     day_1_05 = DAY + 5 * 60 - start
     charged[:10], charged[day_1_05 : day_1_05 + 60] = [2.1] * 10, [0.0] * 60
     assert fixed_hours(paid, charged, offset=start)[5]
+
+
+def test_the_windows_refusal_slack_is_the_rules_floor() -> None:
+    from ddb_capacity_tools.simulator.candidates import REFUSAL_FLOOR
+    from ddb_capacity_tools.simulator.hybrid import REFUSAL_SLACK
+
+    assert REFUSAL_SLACK == REFUSAL_FLOOR

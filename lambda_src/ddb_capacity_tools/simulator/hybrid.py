@@ -67,10 +67,10 @@ __all__ = [
     "compose",
     "costs",
     "daily",
+    "best_of",
     "fixed_hours",
     "frozen",
     "led",
-    "best_of",
     "plan",
     "switched",
     "windows_of",
@@ -88,7 +88,8 @@ windows at the same hours every day are exactly 24 hours apart, and a switch a f
 one day would make the next day's first one a fifth in 24 hours."""
 REFUSAL_SLACK = 0.0002
 """The share of the units asked that declared windows may refuse beyond the autopilot alone on the
-minutes they are learned from (`refusing_none`): the tune rule's default floor."""
+minutes they are learned from (`best_of`): the tune rule's default floor, `candidates.REFUSAL_FLOOR`
+(not imported: the candidates import this module; a test keeps the two equal)."""
 SWITCH_MINUTES = 5
 """The minutes a switch to on-demand takes in the model, during which the table serves and is billed
 as provisioned. AWS: the switch "can take several minutes. During the switching period, your table

@@ -291,6 +291,11 @@ def _scored(spec: Spec, key: Key, r: Recorded, start: int, **rest: Any) -> Dimen
     return result
 
 
+def minute_of_day(trace: Trace) -> int:
+    """The minute of its day (UTC) that ``trace``'s first minute is at."""
+    return trace.start.hour * 60 + trace.start.minute
+
+
 def first_minute(trace: Trace, start: int) -> int:
     """The minute of its clock hour that trace minute ``start`` is at."""
     return (trace.start.minute + start) % 60
@@ -427,7 +432,7 @@ def learned_hours(
     (`hybrid.best_of`, each window's level held ``recovery`` minutes)."""
     mine = {r.key: r.recorded for r in base}
     theirs = {r.key: r.recorded for r in od}
-    offset = trace.start.hour * 60 + trace.start.minute
+    offset = minute_of_day(trace)
     paid, charged = hybrid.costs(mine, theirs, prices, offset, basis)
     hours = hybrid.fixed_hours(paid, charged, offset, until or None)
     end = until or trace.minutes
@@ -454,7 +459,7 @@ def compose_hybrid(
     through it and for ``recovery`` minutes after (`hybrid.frozen`). Decreases are the
     base's, those in on-demand windows included (a simplification: an on-demand table takes
     no capacity update)."""
-    offset = trace.start.hour * 60 + trace.start.minute
+    offset = minute_of_day(trace)
     if spec.kind == "windows" and hours is None:
         hours = learned_hours(base, od, trace, prices, start, recovery, basis)
     composed = hybrid.compose(
