@@ -22,20 +22,31 @@ on-demand as tune's candidates, 2 tables; its figures are not the goals' workloa
 reserve: minutes a table). ``--by-policy`` adds where simulate's time goes: each policy of
 the set simulated alone, in CPU seconds and units (each with its own unit timed beside it).
 
+``--baseline DIR`` measures the same again with the tools of another checkout (DIR: a folder
+holding ``lambda_src/ddb_capacity_tools``, e.g. a ``git worktree`` of an earlier commit), in a
+process of its own run first, and prints both side by side: each figure's units then and now
+and how many times faster now is. The earlier tools must take the same calls (`tune`,
+`simulate`, `reserve.plan_tables`).
+
 Usage:
     .venv/bin/python -m benchmarks.tool_speed [--tables 20] [--seed 1] [--quick]
-        [--only tune|simulate|reserve ...] [--by-policy]
+        [--only tune|simulate|reserve ...] [--by-policy] [--baseline DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 
+import ddb_capacity_tools
 from benchmarks.reserve_plan import generated_fleet
 from benchmarks.simulate_noisy_30_days import noisy_diurnal
 from ddb_capacity_tools import reserve
@@ -151,14 +162,61 @@ def _verdict(met: bool, quick: bool) -> str:
     return "PASS" if met else "MISS"
 
 
-def table(rows: Sequence[Measured]) -> str:
-    """The measurements as a fixed-width table."""
-    cells = [("measurement", "CPU s", "units", "unit s", "goal", "verdict")]
-    cells += [
-        (r.name, f"{r.cpu:,.2f}", f"{r.cpu / r.unit:,.1f}", f"{r.unit:.3f}", r.goal, r.verdict)
-        for r in rows
-    ]
+def table(rows: Sequence[Measured], before: Sequence[Measured] | None = None) -> str:
+    """The measurements as a fixed-width table; with ``before`` (the same measurements of the
+    baseline, in the same order), each one's units then and how many times faster now is."""
+    head = ("measurement", "CPU s", "units", "unit s")
+    if before is None:
+        cells = [(*head, "goal", "verdict")]
+        cells += [(*_figures(r), r.goal, r.verdict) for r in rows]
+        return "\n".join(fixed_width(cells, left=1))
+    cells = [(*head, "units before", "x faster", "goal", "verdict")]
+    for now, then in zip(rows, before, strict=True):
+        if now.name != then.name:
+            raise SystemExit(
+                f"the baseline measured {then.name!r} where this measured {now.name!r}"
+            )
+        faster = (then.cpu / then.unit) / (now.cpu / now.unit) if now.cpu > 0 else float("inf")
+        cells.append(
+            (
+                *_figures(now),
+                f"{then.cpu / then.unit:,.1f}",
+                f"{faster:,.1f}",
+                now.goal,
+                now.verdict,
+            )
+        )
     return "\n".join(fixed_width(cells, left=1))
+
+
+def _figures(r: Measured) -> tuple[str, str, str, str]:
+    return r.name, f"{r.cpu:,.2f}", f"{r.cpu / r.unit:,.1f}", f"{r.unit:.3f}"
+
+
+def baseline(folder: Path, argv: Sequence[str]) -> list[Measured]:
+    """The measurements ``argv`` names, made in a process of their own with the tools of the
+    checkout ``folder`` (its ``lambda_src`` first on the path) and this benchmark."""
+    tools = folder / "lambda_src"
+    if not (tools / "ddb_capacity_tools").is_dir():
+        raise SystemExit(
+            f"--baseline: got {str(folder)!r}; expected a checkout's folder, one holding "
+            "lambda_src/ddb_capacity_tools (e.g. a git worktree of an earlier commit)"
+        )
+    here = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tools), str(here)])}
+    done = subprocess.run(  # noqa: S603 (this interpreter, this benchmark's own module)
+        [sys.executable, "-m", "benchmarks.tool_speed", *argv, "--emit-json"],
+        env=env,
+        cwd=here,
+        stdout=subprocess.PIPE,
+        check=True,
+        text=True,
+    )
+    emitted = json.loads(done.stdout)
+    used = Path(emitted["tools"]).resolve()
+    if not used.is_relative_to(tools.resolve()):
+        raise SystemExit(f"--baseline: the baseline ran the tools of {used}, not of {tools}")
+    return [Measured(**row) for row in emitted["rows"]]
 
 
 PARTS = ("tune", "simulate", "reserve")
@@ -173,9 +231,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--only", nargs="+", choices=PARTS, default=PARTS, help="the measurements to make"
     )
     parser.add_argument("--by-policy", action="store_true", help="also each simulate policy alone")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="DIR",
+        help="also measure the tools of this checkout, first, and print both side by side",
+    )
+    parser.add_argument("--emit-json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.tables < 1:
         parser.error(f"--tables: got {args.tables}; expected a whole number of 1 or more")
+    before = None
+    if args.baseline is not None:
+        given = list(sys.argv[1:] if argv is None else argv)
+        at = given.index("--baseline")
+        before = baseline(args.baseline, given[:at] + given[at + 2 :])
     quick = args.quick
     days = 1 if quick else 14
     rows = []
@@ -189,8 +259,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     reserved = reserve_speed(tables, days, quick) if "reserve" in args.only else None
     if reserved is not None:
         rows.append(reserved[0])
+    if args.emit_json:
+        print(json.dumps({"tools": ddb_capacity_tools.__file__, "rows": [vars(r) for r in rows]}))
+        return 0
+    if before is not None:
+        print(
+            f"before: the tools of {args.baseline}; now: {Path(ddb_capacity_tools.__file__).parent}"
+        )
     print(f"a unit: the CPU time of {LOOP_ADDITIONS:,} additions in a pure-Python loop\n")
-    print(table(rows))
+    print(table(rows, before))
     if reserved is not None:
         planned, minutes = reserved
         print(

@@ -4,6 +4,7 @@ CPU seconds, its units (of the loop timed beside it) and its goal."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -45,3 +46,28 @@ def test_only_measures_the_parts_named_and_by_policy_adds_each_policy_alone(
     alone = re.findall(r"^simulate (\S+), 1,440 minutes\s+[\d.,]+\s+[\d.,]+\s", printed, re.M)
     assert alone == list(DEFAULT_POLICIES), printed
     assert "reserve:" not in printed  # the fleet estimate only follows a reserve measurement
+
+
+def test_a_baseline_is_measured_by_its_own_tools_and_printed_beside(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from benchmarks import tool_speed
+
+    root = Path(__file__).resolve().parents[2]
+    assert tool_speed.main(["--quick", "--only", "simulate", "--baseline", str(root)]) == 0
+    printed = capsys.readouterr().out
+    assert f"before: the tools of {root}" in printed
+    assert "units before" in printed and "x faster" in printed
+    row = re.search(
+        r"^simulate, .*?\s+([\d.,]+)\s+([\d.,]+)\s+([\d.]+)\s+([\d.,]+)\s+([\d.,]+)\s+<= 2",
+        printed,
+        re.M,
+    )
+    assert row is not None, printed
+    now, before, faster = (float(row[i].replace(",", "")) for i in (2, 4, 5))
+    assert before > 0 and now > 0
+    # the speed-up is the units before over the units now, within the printed roundings
+    assert (before - 0.05) / (now + 0.05) - 0.05 <= faster <= (before + 0.05) / (now - 0.05) + 0.05
+
+    with pytest.raises(SystemExit, match=r"--baseline: got '.*nowhere'; expected a checkout"):
+        tool_speed.main(["--quick", "--only", "simulate", "--baseline", str(tmp_path / "nowhere")])
