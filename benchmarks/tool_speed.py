@@ -167,10 +167,10 @@ def table(rows: Sequence[Measured], before: Sequence[Measured] | None = None) ->
     baseline, in the same order), each one's units then and how many times faster now is."""
     head = ("measurement", "CPU s", "units", "unit s")
     if before is None:
-        cells = [(*head, "goal", "verdict")]
-        cells += [(*_figures(r), r.goal, r.verdict) for r in rows]
-        return "\n".join(fixed_width(cells, left=1))
-    cells = [(*head, "units before", "x faster", "goal", "verdict")]
+        plain: list[tuple[str, ...]] = [(*head, "goal", "verdict")]
+        plain += [(*_figures(r), r.goal, r.verdict) for r in rows]
+        return "\n".join(fixed_width(plain, left=1))
+    cells: list[tuple[str, ...]] = [(*head, "units before", "x faster", "goal", "verdict")]
     for now, then in zip(rows, before, strict=True):
         if now.name != then.name:
             raise SystemExit(
