@@ -6,8 +6,10 @@ half, chosen on the second, figures a month) with the candidates ``autopilot:70`
 hours of the day where on-demand cost less on the first half, the same every day), beside
 every stock target from 30 to 90 % and on-demand, which tune always tries. Printed per
 trace: what tune recommends; the windows' hours, cost and refused units on the second
-half; on-demand's; and the best provisioned candidate's (the rule's pick with the windows
-and on-demand left out: the cheapest within the same refusal limit).
+half; on-demand's; and the best provisioned candidate's: the cheapest of the others within
+the same refusal limit (the windows and on-demand left out; without the rule's last step,
+which may take a simpler candidate costing a little more, so it can differ from the pick
+even where the pick is provisioned).
 
 The goal, printed with its verdict: wherever the windows are recommended, they cost less
 than both on-demand and the best provisioned candidate, and refuse no more than the rule's

@@ -28,7 +28,7 @@ from ddb_capacity_runtime.schedule.on_demand_windows import (
 
 from ..common._function_options import FunctionOptions
 from ..common._props import duration_prop, known_at_synth
-from ._parts import as_timedelta
+from ._parts import as_timedelta, check_week_days
 
 SWITCHED_AT_RUN_TIME = "the window's schedules and on-demand maximums are written at synth"
 
@@ -78,11 +78,7 @@ class OnDemandWindows:
     ) -> OnDemandWindow:
         """Check the window alone and with the others, then render its schedules."""
         named = f"{self._where} on-demand window {id!r}"
-        if isinstance(week_days, str):
-            raise CapacityConfigError(
-                f"{named}: week_days: got {week_days!r}, one string; expected a list of day "
-                "names: WEEKDAYS, EVERY_DAY or a list such as ['MON', 'WED']"
-            )
+        check_week_days(named, week_days)
         duration_prop(named, "duration", duration, Duration.seconds(0))
         reads = self._defaults[0] if max_read_request_units is None else max_read_request_units
         writes = self._defaults[1] if max_write_request_units is None else max_write_request_units

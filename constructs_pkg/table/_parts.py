@@ -26,7 +26,7 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
+from ddb_capacity_runtime.core.errors import CapacityConfigError, ScheduleError, shown
 from ddb_capacity_runtime.core.names import resource_id
 from ddb_capacity_runtime.core.tags import PREWARM_TAG
 from ddb_capacity_runtime.schedule.entries import CapacityWindow, TableSchedule
@@ -321,11 +321,7 @@ def capacity_window(
     owner); the schedule checks the rest."""
     named = f"{where} window {name!r}"
     known_at_synth(named, "capacity", capacity, SCHEDULE_CHECKED)
-    if isinstance(week_days, str):
-        raise CapacityConfigError(
-            f"{named}: week_days: got {week_days!r}, one string; expected a list of day "
-            "names: WEEKDAYS, EVERY_DAY or a list such as ['MON', 'WED']"
-        )
+    check_week_days(named, week_days)
     duration_prop(named, "duration", duration, Duration.seconds(0))  # range: the schedule's
     duration_prop(named, "lead", lead, Duration.seconds(0), optional=True)
     return CapacityWindow(
@@ -398,3 +394,14 @@ def cloudformation_of(value: Any) -> Any:
     if isinstance(value, datetime):
         return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return value
+
+
+def check_week_days(named: str, week_days: object) -> None:
+    """A window's ``week_days`` given as one string (``"MON"``, which would read as its
+    letters) refused as a `ScheduleError`, as the schedule refuses a list of wrong names;
+    ``named`` names the window."""
+    if isinstance(week_days, str):
+        raise ScheduleError(
+            f"{named}: week_days: got {week_days!r}, one string; expected a list of day "
+            "names: WEEKDAYS, EVERY_DAY or a list such as ['MON', 'WED']"
+        )

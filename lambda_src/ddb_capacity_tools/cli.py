@@ -80,7 +80,7 @@ from . import (
     reserve_command,
     reserve_words,
 )
-from .cli_options import MAX_PROCESSES, NOT_TUNE, TUNE_DAYS, build_parser
+from .cli_options import MAX_PROCESSES, MAX_WORKERS, NOT_TUNE, TUNE_DAYS, build_parser
 from .simulator import (
     billing,
     chart,
@@ -306,15 +306,9 @@ def _tuning_options(
     settings_of(name, params)  # the name and its settings
     candidates = args.candidate or list(candidate_names.CANDIDATES)
     for c in candidates:
-        spec = candidate_names.spec_of(c, params.max_capacity, "--candidate")
-        warmed = candidate_names.split_prewarm(c)[1]
-        kinds: tuple[str, ...] = ("stock", "autopilot")
-        if not warmed:
-            kinds += ("on-demand", "hybrid", "windows")
-        if candidate_names.streamed(c):  # only the library's policies see the stream
-            kinds = ("autopilot",)
-        if spec.kind not in kinds:
-            raise PolicyError(f"--candidate: got {c!r}; expected {candidate_names.CANDIDATE_HELP}")
+        candidate_names.check_candidate(c, params.max_capacity)
+    if args.workers is not None:  # advise's default is told apart from a count given
+        _check_workers(args.workers)
     return rule, params, prices, name, candidates
 
 
@@ -372,11 +366,20 @@ def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         doc = {"ensemble": name, **tuning.as_json(), "scored": scored}
         out.write(json.dumps({**doc, "billing_basis": params.billing}) + "\n")
     else:
-        out.write(tune_words.table(tuning, trace, name, len(settings)) + "\n")
+        whole_minutes = None if score_from is None else whole.minutes
+        out.write(tune_words.table(tuning, trace, name, len(settings), whole_minutes) + "\n")
         out.write(billing.basis_line(params.billing) + "\n")
         if held is not None:
             out.write("\n" + tune_scored.text(held, tuning) + "\n")
     return 0
+
+
+def _check_workers(workers: int) -> None:
+    """``--workers``, refused outside 1 to `MAX_WORKERS`."""
+    if not 1 <= workers <= MAX_WORKERS:
+        raise PolicyError(
+            f"--workers: got {workers}; expected a whole number from 1 to {MAX_WORKERS}"
+        )
 
 
 def _advise_processes(args: argparse.Namespace) -> tuple[int, int]:
@@ -394,8 +397,8 @@ def _advise_processes(args: argparse.Namespace) -> tuple[int, int]:
                 f"--processes: got {args.processes}; expected a whole number from 1 to "
                 f"{MAX_PROCESSES}"
             )
-    if args.workers is not None and not 1 <= args.workers <= 64:
-        raise PolicyError(f"--workers: got {args.workers}; expected a whole number from 1 to 64")
+    if args.workers is not None:
+        _check_workers(args.workers)
     processes = (cpus if args.processes is None else args.processes) if args.all_tables else 1
     workers = args.workers if args.workers is not None else 1 if processes > 1 else cpus
     return processes, workers
@@ -596,8 +599,7 @@ def _check_run(args: argparse.Namespace, params: ModelParams) -> None:
         raise PolicyError(
             f"--tick: got {args.tick}; expected whole minutes from {low:g} to {high:g}"
         )
-    if not 1 <= args.workers <= 64:
-        raise PolicyError(f"--workers: got {args.workers}; expected a whole number from 1 to 64")
+    _check_workers(args.workers)
     for name in args.policy or []:
         _policy(name, params.max_capacity)
     if args.ensemble is not None:

@@ -455,3 +455,5 @@ def build_parser() -> argparse.ArgumentParser:
 
 MAX_PROCESSES = 64
 """``advise --processes``'s largest value."""
+MAX_WORKERS = 64
+"""``--workers``' largest value (simulate, backtest, tune and advise)."""

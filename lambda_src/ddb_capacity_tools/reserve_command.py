@@ -30,7 +30,7 @@ from . import json_files, page, reserve, reserve_words
 from .page.reserve_page import reserve_page
 from .simulator.backtest import MAX_DAYS, check_days, describe, history, history_end
 from .simulator.billing import BILLING_HELP, DEFAULT_BASIS
-from .simulator.candidates import CANDIDATE_HELP, CANDIDATES, spec_of
+from .simulator.candidates import CANDIDATE_HELP, CANDIDATES, check_candidate, spec_of
 from .simulator.params import ModelParams
 from .simulator.policies import PolicyError, parse
 from .simulator.prices import TERMS, Prices
@@ -176,7 +176,7 @@ def _setup(args: argparse.Namespace) -> reserve.Setup:
     if args.policy is not None:
         spec_of(args.policy, params.max_capacity, "--policy")
     for c in args.candidate or []:
-        spec_of(c, params.max_capacity, "--candidate")
+        check_candidate(c, params.max_capacity)
     if args.processes is not None and not 1 <= args.processes <= MAX_PROCESSES:
         raise reserve.ReserveError(
             f"--processes: got {args.processes}; expected a whole number from 1 to {MAX_PROCESSES}"

@@ -27,7 +27,7 @@ from constructs_pkg import (
     apply_nag_packs,
 )
 from constructs_pkg.common._iam_statements import HOLD_STORE_ACTIONS
-from ddb_capacity_runtime.core.errors import CapacityConfigError
+from ddb_capacity_runtime.core.errors import CapacityConfigError, ScheduleError
 
 MONDAY = datetime(2026, 11, 30, tzinfo=UTC)
 
@@ -341,3 +341,25 @@ def test_a_window_giving_other_switch_options_is_refused_and_left_out(stack: cdk
         )
     # AND the refused window left nothing behind
     assert {s.window.name for s in table.on_demand_preview(count=8, start=MONDAY)} == {"A"}
+
+
+@pytest.mark.parametrize("kind", ["on-demand", "capacity"])
+def test_week_days_given_as_one_string_is_a_schedule_error_as_other_bad_days_are(
+    stack: cdk.Stack, kind: str
+) -> None:
+    table = orders(stack)
+    for week_days in ("MON", ["MOON"]):  # one string, then a list holding no day's name
+        with pytest.raises(ScheduleError, match="week_days|MOON"):
+            if kind == "on-demand":
+                table.add_on_demand_window(
+                    "W", start="10:00", duration=Duration.hours(1), week_days=week_days
+                )
+            else:
+                table.add_capacity_window(
+                    "W",
+                    dimension="read",
+                    capacity=50,
+                    start="10:00",
+                    duration=Duration.hours(1),
+                    week_days=week_days,
+                )

@@ -167,7 +167,9 @@ def test_the_text_and_the_page_show_the_scored_part(tmp_path: Path) -> None:
     scored = json.loads(doc)["scored"]
     # the choice as ever, on the two days before the time; then the scored part
     choice, held = out.split("\nscored on the days after: ")
-    assert "orders.csv: 2,880 minutes" in choice and "Use stock:90" in choice
+    # the first line says the minutes chosen on are those before the time, of the whole
+    assert "orders.csv: 2,880 minutes before --score-from (of 4,320), ensemble" in choice
+    assert "Use stock:90" in choice
     periods = (
         "chosen on 2 days (2,880 minutes), 2026-01-05T00:00Z to 2026-01-07T00:00Z; scored on "
         "1 day (1,440 minutes), 2026-01-07T00:00Z to 2026-01-08T00:00Z"
@@ -191,6 +193,7 @@ def test_the_text_and_the_page_show_the_scored_part(tmp_path: Path) -> None:
     # without --score-from: no scored part
     code, out, err = run(*args, "--quiet")
     assert code == 0 and "scored on the days after" not in out
+    assert "orders.csv: 4,320 minutes, ensemble" in out and "--score-from" not in out
 
 
 def test_the_progress_bar_of_the_scoring_runs_says_they_are_the_scoring_s(

@@ -109,13 +109,26 @@ def test_tune_refuses_the_options_it_would_ignore(tmp_path: Path, option: str, v
     [
         ("stock:95", "--candidate 'stock:95': target utilization 95 is outside 20 to 90"),
         ("fixed:-5", "--candidate 'fixed:-5': fixed capacity -5 is outside 1 to 40000"),
-        ("stok:70", "--candidate: got 'stok:70'; expected fixed:N, stock:T"),
+        # a name no policy has, one tune never recommends and the variants only simulate
+        # compares: refused with the list of what tune tries, not simulate's
+        ("stok:70", "--candidate: got 'stok:70'; expected stock:T, autopilot, autopilot:T"),
+        ("fixed:100", "--candidate: got 'fixed:100'; expected stock:T, autopilot, autopilot:T"),
+        ("oracle", "--candidate: got 'oracle'; expected stock:T, autopilot, autopilot:T"),
+        (
+            "autopilot+stock:70+lumped",
+            "--candidate: got 'autopilot+stock:70+lumped'; expected stock:T, autopilot,",
+        ),
+        ("stock:70+reserved", "--candidate: got 'stock:70+reserved'; expected stock:T, autopilot,"),
     ],
 )
-def test_tune_candidate_errors_name_candidate(tmp_path: Path, candidate: str, message: str) -> None:
-    code, _, err = run("tune", "--trace", str(trace_file(tmp_path)), "--candidate", candidate)
+@pytest.mark.parametrize("command", ["tune", "reserve"])
+def test_tune_candidate_errors_name_candidate(
+    tmp_path: Path, command: str, candidate: str, message: str
+) -> None:
+    code, _, err = run(command, "--trace", str(trace_file(tmp_path)), "--candidate", candidate)
     assert code == 2 and "--policy" not in err
     assert err.startswith(f"ddb-capacity: error: {message}")
+    assert "fixed:N" not in err and "oracle or bound" not in err
 
 
 @pytest.mark.parametrize(
@@ -435,3 +448,17 @@ def test_the_pasted_range_stays_within_1_and_the_maximum_capacity() -> None:
     }
     small = ModelParams(min_capacity=5, max_capacity=1_000)
     assert tune_code.bounds_for(idle, small, 50) == {"read": (5, 5), "write": (1_000, 1_000)}
+
+
+@pytest.mark.parametrize("command", ["simulate", "tune"])
+@pytest.mark.parametrize("workers", ["0", "-1", "65"])
+def test_workers_outside_1_to_64_are_refused_before_any_run(
+    command: str, workers: str, tmp_path: Path
+) -> None:
+    # WHEN simulate or tune is given a count of processes it cannot run with
+    trace = trace_file(tmp_path)
+    code, out, err = run(command, "--trace", str(trace), f"--workers={workers}")
+    # THEN it is refused as simulate always refused it, naming the option, the value and the range
+    assert code == 2, err
+    assert out == ""
+    assert f"--workers: got {workers}; expected a whole number from 1 to 64" in err

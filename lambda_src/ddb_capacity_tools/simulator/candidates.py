@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..tool_errors import PolicyError
 from .ensemble import Spread
 from .hybrid import windows_of
 from .params import ModelParams
@@ -291,11 +292,31 @@ def streamed(name: str) -> bool:
     return STREAM in suffixes(name)[1]
 
 
-def spec_of(name: str, max_capacity: int | None = None, option: str = "--policy") -> Spec:
+def spec_of(
+    name: str, max_capacity: int | None = None, option: str = "--policy", expected: str = ""
+) -> Spec:
     """The policy a candidate runs (a pre-warmed one's, without `PREWARM`); a ``fixed:N``
     checked against ``max_capacity`` when given (a candidate's name was checked against the
-    run's when it was given: `--max-capacity` may be above the default 40,000)."""
-    return parse(split_prewarm(name)[0], max_capacity, option)
+    run's when it was given: `--max-capacity` may be above the default 40,000); a name that
+    is no policy's refused with ``expected`` as what is allowed (`policies.parse`)."""
+    return parse(split_prewarm(name)[0], max_capacity, option, expected)
+
+
+def check_candidate(name: str, max_capacity: int | None, option: str = "--candidate") -> Spec:
+    """``name``'s policy when tune may try it; else a `PolicyError` naming ``option``, the
+    name and what tune tries (`CANDIDATE_HELP`): not a policy at all, one tune does not
+    recommend (a fixed level, the oracle, ...), or a variant only simulate compares
+    (``+lumped``; ``+reserved``: tune models a reservation with ``--reserved-read-units``
+    and ``--reserved-write-units`` instead)."""
+    spec = spec_of(name, max_capacity, option, CANDIDATE_HELP)
+    kinds: tuple[str, ...] = ("stock", "autopilot")
+    if not split_prewarm(name)[1]:
+        kinds += ("on-demand", "hybrid", "windows")
+    if streamed(name):  # only the library's policies see the stream
+        kinds = ("autopilot",)
+    if spec.kind not in kinds or spec.lumped or spec.reserved:
+        raise PolicyError(f"{option}: got {name!r}; expected {CANDIDATE_HELP}")
+    return spec
 
 
 def with_frontier(placed: Sequence[Candidate]) -> list[Candidate]:

@@ -155,14 +155,16 @@ _NUMBERED = (
 told its range), kind and whether it runs on stock auto scaling."""
 
 
-def parse(text: str, max_capacity: int | None = 40_000, option: str = "--policy") -> Spec:
+def parse(
+    text: str, max_capacity: int | None = 40_000, option: str = "--policy", expected: str = ""
+) -> Spec:
     """Parse one ``--policy`` value (or the value of ``option``, which names it in errors);
-    [`PolicyError`][ddb_capacity_tools.simulator.PolicyError] names what is allowed. A
-    ``fixed:N`` is checked against ``max_capacity`` (None: not checked, for a name checked
-    when it was given)."""
+    [`PolicyError`][ddb_capacity_tools.simulator.PolicyError] names what is allowed
+    (``expected``, by default every policy, `SPEC_HELP`). A ``fixed:N`` is checked against
+    ``max_capacity`` (None: not checked, for a name checked when it was given)."""
     t = text.strip()
     if t.endswith(RESERVED):
-        spec = parse(t[: -len(RESERVED)], max_capacity, option)
+        spec = parse(t[: -len(RESERVED)], max_capacity, option, expected)
         if spec.kind not in RESERVABLE:
             raise PolicyError(
                 f"{option}: got {text!r}; {RESERVED!r} applies to stock, scheduled, "
@@ -171,7 +173,7 @@ def parse(text: str, max_capacity: int | None = 40_000, option: str = "--policy"
             )
         return replace(spec, text=text, reserved=True)
     if t.endswith(OWNED):
-        spec = parse(t[: -len(OWNED)], max_capacity, option)
+        spec = parse(t[: -len(OWNED)], max_capacity, option, expected)
         if not (spec.kind == "autopilot" and spec.with_stock):
             raise PolicyError(
                 f"{option}: got {text!r}; {OWNED!r} applies to autopilot+stock:T only (the "
@@ -179,7 +181,7 @@ def parse(text: str, max_capacity: int | None = 40_000, option: str = "--policy"
             )
         return replace(spec, text=text, owned=True)
     if t.endswith(LUMPED):
-        spec = parse(t[: -len(LUMPED)], max_capacity, option)
+        spec = parse(t[: -len(LUMPED)], max_capacity, option, expected)
         if spec.kind not in ("throttle-aware", "autopilot"):
             raise PolicyError(
                 f"{option}: got {text!r}; {LUMPED!r} applies to throttle-aware and autopilot "
@@ -200,7 +202,7 @@ def parse(text: str, max_capacity: int | None = 40_000, option: str = "--policy"
         if m := re.fullmatch(pattern, t):
             value = _target(text, m.group(m.lastindex or 1), option)
             return Spec(text, kind or m.group(1), value, with_stock=with_stock)
-    raise PolicyError(f"{option}: got {text!r}; expected {SPEC_HELP}")
+    raise PolicyError(f"{option}: got {text!r}; expected {expected or SPEC_HELP}")
 
 
 class Fixed:

@@ -372,10 +372,17 @@ def _rows(tuning: Tuning, period: str) -> list[tuple[str, ...]]:
     return rows
 
 
-def table(tuning: Tuning, trace: Trace, ensemble: str, settings: int) -> str:
+def _before_scored(of_minutes: int | None) -> str:
+    return "" if of_minutes is None else f" before --score-from (of {of_minutes:,})"
+
+
+def table(
+    tuning: Tuning, trace: Trace, ensemble: str, settings: int, of_minutes: int | None = None
+) -> str:
     """The warnings, the recommendation in one sentence, the candidates cheapest first
     with every column labelled, the frontier, the reason, a line for each term shown, the
-    code to paste."""
+    code to paste. ``of_minutes``: the whole trace's minutes when ``trace`` is only its
+    minutes before ``--score-from`` (the choice's), said in the first line."""
     v = tuning.validation
     rows = _rows(tuning, "a month" if v else "over the trace")
     frontier = ", ".join(
@@ -390,8 +397,8 @@ def table(tuning: Tuning, trace: Trace, ensemble: str, settings: int) -> str:
     return "\n".join(
         [
             *tuning.warnings,
-            f"{trace.name}: {counted(trace.minutes, 'minute')}, ensemble {ensemble} ({settings} "
-            f"settings), read + write; {scope}",
+            f"{trace.name}: {counted(trace.minutes, 'minute')}{_before_scored(of_minutes)}, "
+            f"ensemble {ensemble} ({settings} settings), read + write; {scope}",
             "",
             tuning.summary,
             "",
