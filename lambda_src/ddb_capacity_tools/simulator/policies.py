@@ -47,12 +47,15 @@ from ddb_capacity_runtime.core.ownership import retargets
 from ddb_capacity_runtime.core.plan import (
     SCALABLE_TARGET,
     Change,
+    every_dimension_read,
     floor_planned,
     plan_table,
+    read_anyway,
     reservation_floor,
     throttles_due,
 )
 from ddb_capacity_runtime.core.policy import HOLD, Decision, PolicyConfig
+from ddb_capacity_runtime.core.reservation import Floor
 from ddb_capacity_runtime.core.series import Key as SeriesKey
 from ddb_capacity_runtime.core.series import Series, tell_causes, window
 from ddb_capacity_runtime.core.settings import ScalerConfig
@@ -423,8 +426,8 @@ class ThrottleAware:
 
         # the first decision, on consumption alone, only picks the throttles read (as the
         # Lambda's `read_throttles`); the one made with them is the tick's
-        first = core_plan.plan_table(table, self._assumed(series), self.config, now, floor=floor)
-        series = self._read_throttles(series, first, now)
+        assumed = self._assumed(series)
+        series = self._read(series, assumed, self._due(table, series, assumed, now, floor))
         # as the Lambda's tick: idle minutes lower nothing unwitnessed, then the floor
         planned, _ = hold_unwitnessed(plan, series, lambda _: delivered)
         if floor is not None:
@@ -434,10 +437,36 @@ class ThrottleAware:
     @staticmethod
     def _assumed(series: Mapping[SeriesKey, Series]) -> dict[SeriesKey, Series]:
         """What the Lambda's first decision reads: consumption, throttles taken for 0."""
-        return {
-            k: replace(s, throttles=[0.0] * len(s.throttles), unfixable=[], key_range=[])
-            for k, s in series.items()
-        }
+        return {k: _consumption(s) for k, s in series.items()}
+
+    def _due(
+        self,
+        table: ManagedTable,
+        series: Mapping[SeriesKey, Series],
+        assumed: Mapping[SeriesKey, Series],
+        now: datetime,
+        floor: Floor | None,
+    ) -> set[SeriesKey]:
+        """The keys whose throttles the Lambda reads (`throttles_due`) after its first
+        decision, on consumption alone (``assumed``): that decision is made only when some
+        dimension's read depends on it (else every one is read whatever it decides: on one
+        tick in `THROTTLE_READ_TICKS`, or each `read_anyway`)."""
+        dims = table.dimensions
+        if every_dimension_read(now, self.tick) or all(read_anyway(d, series[d.key]) for d in dims):
+            return {d.key for d in dims}
+        return self._due_decided(table, series, assumed, now, floor)
+
+    def _due_decided(
+        self,
+        table: ManagedTable,
+        series: Mapping[SeriesKey, Series],
+        assumed: Mapping[SeriesKey, Series],
+        now: datetime,
+        floor: Floor | None,
+    ) -> set[SeriesKey]:
+        """`_due` by the first decision itself, always made (its reference)."""
+        first = core_plan.plan_table(table, assumed, self.config, now, floor=floor)
+        return set(throttles_due(first, series, now, self.tick))
 
     def _read_throttles(
         self,
@@ -446,13 +475,21 @@ class ThrottleAware:
         now: datetime,
     ) -> dict[SeriesKey, Series]:
         """``series`` with the throttles read of the dimensions the Lambda reads them of
-        after its ``first`` decision (`throttles_due`, counted in ``throttle_reads``); the
-        others' read 0, not read (never lowered)."""
+        after its ``first`` decision (`throttles_due`); the others' read 0, not read."""
         due = set(throttles_due(first, series, now, self.tick))
+        return self._read(series, self._assumed(series), due)
+
+    def _read(
+        self,
+        series: Mapping[SeriesKey, Series],
+        assumed: Mapping[SeriesKey, Series],
+        due: set[SeriesKey],
+    ) -> dict[SeriesKey, Series]:
+        """``series`` with the throttles read of the ``due`` keys (counted in
+        ``throttle_reads``); the others' read 0 (``assumed``), not read (never lowered)."""
         self.throttle_reads[0] += len(due)
         self.throttle_reads[1] += len(series)
-        unread = self._assumed({k: s for k, s in series.items() if k not in due})
-        return {**series, **{k: replace(s, throttles_read=False) for k, s in unread.items()}}
+        return {k: s if k in due else _unread(assumed[k]) for k, s in series.items()}
 
     def delivered(self, sim: SimulatedTable, t: int, now: datetime) -> bool:
         """`delivered_now`, kept per phase of ``now`` in the witness period (its minute
@@ -610,6 +647,41 @@ class ThrottleAware:
                 updates.setdefault(key[0], {})[key[1]] = change.new
         for index, values in updates.items():
             sim.update_table(t, index, values)
+
+
+def _consumption(s: Series) -> Series:
+    """``s`` read on consumption alone: its throttles 0, no cause known (``s`` itself when it
+    has none to zero)."""
+    if not s.unfixable and not s.key_range and not any(s.throttles):
+        return s
+    return Series(
+        s.minute_starts,
+        s.consumed,
+        [0.0] * len(s.throttles),
+        s.unknown,
+        [],
+        [],
+        s.causes_unknown,
+        s.undelivered,
+        s.untrusted,
+        s.throttles_read,
+    )
+
+
+def _unread(s: Series) -> Series:
+    """``s`` (read on consumption alone) with its throttles not read (`Series.throttles_read`)."""
+    return Series(
+        s.minute_starts,
+        s.consumed,
+        s.throttles,
+        s.unknown,
+        s.unfixable,
+        s.key_range,
+        s.causes_unknown,
+        s.undelivered,
+        s.untrusted,
+        False,
+    )
 
 
 class _Described(ManagedTable):
