@@ -230,6 +230,12 @@ def read_anyway(d: Dimension, series: Series) -> bool:
     )
 
 
+def never_lowered(d: Dimension) -> bool:
+    """Whether no decision lowers ``d``: under a scalable target whose minimum is not held
+    raised (`decide_scalable_min` lowers a minimum to the configured one at most)."""
+    return d.target is not None and d.target.min_capacity <= d.limits.min_capacity
+
+
 def _change(d: Dimension, old: int, decision: Decision, via: Via) -> Change:
     return Change(
         d, old, decision.capacity, decision.reason, decision.action, via, decision.throttles_seen

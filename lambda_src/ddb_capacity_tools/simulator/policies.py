@@ -49,6 +49,7 @@ from ddb_capacity_runtime.core.plan import (
     Change,
     every_dimension_read,
     floor_planned,
+    never_lowered,
     plan_table,
     read_anyway,
     reservation_floor,
@@ -449,12 +450,16 @@ class ThrottleAware:
     ) -> set[SeriesKey]:
         """The keys whose throttles the Lambda reads (`throttles_due`) after its first
         decision, on consumption alone (``assumed``): that decision is made only when some
-        dimension's read depends on it (else every one is read whatever it decides: on one
-        tick in `THROTTLE_READ_TICKS`, or each `read_anyway`)."""
-        dims = table.dimensions
-        if every_dimension_read(now, self.tick) or all(read_anyway(d, series[d.key]) for d in dims):
-            return {d.key for d in dims}
-        return self._due_decided(table, series, assumed, now, floor)
+        dimension's read depends on it: one not read whatever it decides (`read_anyway`, or
+        every one on one tick in `THROTTLE_READ_TICKS`) and not `never_lowered`."""
+        every = every_dimension_read(now, self.tick)
+        due = set()
+        for d in table.dimensions:
+            if every or read_anyway(d, series[d.key]):
+                due.add(d.key)
+            elif not never_lowered(d):
+                return self._due_decided(table, series, assumed, now, floor)
+        return due
 
     def _due_decided(
         self,
