@@ -298,8 +298,11 @@ class ThrottleAware:
         self._planned: tuple[ManagedTable, list[Any], ManagedTable] | None = None
         self._verdicts: dict[tuple[int, int, int], bool] = {}
         """The delivery verdict per phase of a tick's time (`delivered`)."""
-        # what a tick reads: its window and the newest minutes (the metric lag's)
+        # what a tick reads: its window and the newest minutes (the metric lag's), the newest
+        # of them still arriving; and the reservation its decreases are cut at
         self._history_minutes = self.config.history_minutes + self.config.metric_lag_minutes
+        self._arriving = self.config.arriving_minutes
+        self._reservation = self.config.reservation
         self.throttle_reads = [0, 0]
         """The dimensions' reads of throttle events, of the dimensions' ticks."""
 
@@ -419,7 +422,7 @@ class ThrottleAware:
             table = self._apply_plans(table, t)
             if self.own_target:
                 self._retarget(table)
-        floor = reservation_floor(self.config.reservation, [table])  # its tables: this one
+        floor = reservation_floor(self._reservation, [table])  # its tables: this one
         delivered = self.delivered(sim, t, now)  # every dimension's witness, as one
 
         def plan(read: Mapping[SeriesKey, Series]) -> list[tuple[Change, Decision]]:
@@ -562,7 +565,7 @@ class ThrottleAware:
         last while its dimensions are the same (it is read only)."""
         window = self._window(sim, t)
         newest = sim.delivered_through(t, self.tick)
-        arriving = self.config.arriving_minutes
+        arriving = self._arriving
         dims, series = [], {}
         busy_until = sim.busy_until
         for key in sim.keys:
