@@ -430,8 +430,7 @@ class ThrottleAware:
 
         # the first decision, on consumption alone, only picks the throttles read (as the
         # Lambda's `read_throttles`); the one made with them is the tick's
-        assumed = self._assumed(series)
-        series = self._read(series, assumed, self._due(table, series, assumed, now, floor))
+        series = self._read(series, self._due(table, series, now, floor))
         # as the Lambda's tick: idle minutes lower nothing unwitnessed, then the floor
         planned, _ = hold_unwitnessed(plan, series, lambda _: delivered)
         if floor is not None:
@@ -447,12 +446,11 @@ class ThrottleAware:
         self,
         table: ManagedTable,
         series: Mapping[SeriesKey, Series],
-        assumed: Mapping[SeriesKey, Series],
         now: datetime,
         floor: Floor | None,
     ) -> set[SeriesKey]:
         """The keys whose throttles the Lambda reads (`throttles_due`) after its first
-        decision, on consumption alone (``assumed``): that decision is made only when some
+        decision, on consumption alone (`_assumed`): that decision is made only when some
         dimension's read depends on it: one not read whatever it decides (`read_anyway`, or
         every one on one tick in `THROTTLE_READ_TICKS`) and not `never_lowered`."""
         every = every_dimension_read(now, self.tick)
@@ -461,19 +459,18 @@ class ThrottleAware:
             if every or read_anyway(d, series[d.key]):
                 due.add(d.key)
             elif not never_lowered(d):
-                return self._due_decided(table, series, assumed, now, floor)
+                return self._due_decided(table, series, now, floor)
         return due
 
     def _due_decided(
         self,
         table: ManagedTable,
         series: Mapping[SeriesKey, Series],
-        assumed: Mapping[SeriesKey, Series],
         now: datetime,
         floor: Floor | None,
     ) -> set[SeriesKey]:
         """`_due` by the first decision itself, always made (its reference)."""
-        first = core_plan.plan_table(table, assumed, self.config, now, floor=floor)
+        first = core_plan.plan_table(table, self._assumed(series), self.config, now, floor=floor)
         return set(throttles_due(first, series, now, self.tick))
 
     def _read_throttles(
@@ -485,19 +482,16 @@ class ThrottleAware:
         """``series`` with the throttles read of the dimensions the Lambda reads them of
         after its ``first`` decision (`throttles_due`); the others' read 0, not read."""
         due = set(throttles_due(first, series, now, self.tick))
-        return self._read(series, self._assumed(series), due)
+        return self._read(series, due)
 
     def _read(
-        self,
-        series: Mapping[SeriesKey, Series],
-        assumed: Mapping[SeriesKey, Series],
-        due: set[SeriesKey],
+        self, series: Mapping[SeriesKey, Series], due: set[SeriesKey]
     ) -> dict[SeriesKey, Series]:
         """``series`` with the throttles read of the ``due`` keys (counted in
-        ``throttle_reads``); the others' read 0 (``assumed``), not read (never lowered)."""
+        ``throttle_reads``); the others' read 0 (`_assumed`), not read (never lowered)."""
         self.throttle_reads[0] += len(due)
         self.throttle_reads[1] += len(series)
-        return {k: s if k in due else _unread(assumed[k]) for k, s in series.items()}
+        return {k: s if k in due else _unread(_consumption(s)) for k, s in series.items()}
 
     def delivered(self, sim: SimulatedTable, t: int, now: datetime) -> bool:
         """`delivered_now`, kept per phase of ``now`` in the witness period (its minute
