@@ -675,9 +675,9 @@ def test_one_throttle_event_in_the_window_keeps_a_raised_minimum() -> None:
 def test_a_minimum_not_held_raised_is_never_lowered(
     s: DimensionState, keep: int, below: int, config: PolicyConfig
 ) -> None:
-    # what `core.plan.never_lowered` rests on: a target's minimum at or below the configured
-    # one is never lowered, whatever the window (so a tick's first decision never makes its
-    # throttles due)
+    # a target's minimum at or below the configured one is never lowered, whatever the window
+    # (so a tick's first decision never makes its throttles due: the simulator's tick makes
+    # none for such a dimension)
     s = replace(s, keep=keep)
     current_min = max(1, s.min_capacity + below)
     assert decide_scalable_min(s, current_min, config).capacity >= current_min

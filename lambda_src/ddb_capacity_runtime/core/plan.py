@@ -221,19 +221,12 @@ def throttles_due(
 
 
 def read_anyway(d: Dimension, series: Series) -> bool:
-    """Whether a tick reads ``d``'s throttle events whatever it would decide
-    (`throttles_due`): its minimum held raised, or its consumption near its capacity."""
+    """Whether ``d``'s throttles are read whatever it would decide (`throttles_due`)."""
     return (
         (d.memory is not None and d.memory.set_to is not None)
         or (d.target is not None and d.target.min_capacity > d.limits.min_capacity)
         or max(series.consumed, default=0.0) >= THROTTLE_READ_SHARE * d.provisioned
     )
-
-
-def never_lowered(d: Dimension) -> bool:
-    """Whether no decision lowers ``d``: under a scalable target whose minimum is not held
-    raised (`decide_scalable_min` lowers a minimum to the configured one at most)."""
-    return d.target is not None and d.target.min_capacity <= d.limits.min_capacity
 
 
 def _change(d: Dimension, old: int, decision: Decision, via: Via) -> Change:

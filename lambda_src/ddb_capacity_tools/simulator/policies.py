@@ -49,7 +49,6 @@ from ddb_capacity_runtime.core.plan import (
     Change,
     every_dimension_read,
     floor_planned,
-    never_lowered,
     plan_table,
     read_anyway,
     reservation_floor,
@@ -451,14 +450,17 @@ class ThrottleAware:
     ) -> set[SeriesKey]:
         """The keys whose throttles the Lambda reads (`throttles_due`) after its first
         decision, on consumption alone (`_assumed`): that decision is made only when some
-        dimension's read depends on it: one not read whatever it decides (`read_anyway`, or
-        every one on one tick in `THROTTLE_READ_TICKS`) and not `never_lowered`."""
+        dimension's read depends on it, one set by UpdateTable not read whatever it decides
+        (`read_anyway`, or every one on one tick in `THROTTLE_READ_TICKS`). One under a
+        scalable target that is not read anyway has its minimum not held raised, and
+        `decide_scalable_min` never lowers that (its result is never below the configured
+        minimum), so the first decision never makes it due."""
         every = every_dimension_read(now, self.tick)
         due = set()
         for d in table.dimensions:
             if every or read_anyway(d, series[d.key]):
                 due.add(d.key)
-            elif not never_lowered(d):
+            elif d.target is None:
                 return self._due_decided(table, series, now, floor)
         return due
 
