@@ -105,6 +105,31 @@ def test_the_scaler_runs_as_its_every_tick_reference(
     _alike(policy, trace, params)
 
 
+@settings(max_examples=examples(25), deadline=None)
+@given(
+    trace=traces(),
+    params=models(),
+    policy=st.sampled_from(["autopilot+stock:70", "throttle-aware+stock:50", "autopilot:60"]),
+)
+def test_each_tick_reads_the_throttles_its_first_decision_would_read(
+    trace: Trace, params: ModelParams, policy: str
+) -> None:
+    """Tick by tick, the keys whose throttles are read are those the first decision picks."""
+    shortcut, reference = ThrottleAware._due, ThrottleAware._due_decided
+    compared = [0]
+
+    def due(self: ThrottleAware, *args: Any) -> set[Any]:
+        picked = shortcut(self, *args)
+        assert picked == reference(self, *args)
+        compared[0] += 1
+        return picked
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(ThrottleAware, "_due", due)
+        run_policy(parse(policy), trace, params, Prices())
+    assert compared[0] > 0
+
+
 @pytest.mark.parametrize("policy", ["autopilot+stock:70", "autopilot:70"])
 def test_the_first_decision_is_made_only_where_a_throttle_read_depends_on_it(
     policy: str, monkeypatch: pytest.MonkeyPatch
