@@ -20,6 +20,7 @@ from ddb_capacity_runtime.core.policy import (
     autopilot_config,
     combine_counter,
     decide,
+    decide_scalable_min,
 )
 from tests.support.hypothesis_profiles import examples
 from tests.support.policy import CONFIG, NOON, state
@@ -663,3 +664,20 @@ def test_one_throttle_event_in_the_window_keeps_a_raised_minimum() -> None:
     # AND without that request the configured minimum is restored
     calm = decide_scalable_min(state(200, [10.0] * 30), 200, AUTOPILOT)
     assert (calm.action, calm.capacity) == (DECREASE, 5)
+
+
+@given(
+    states(),
+    st.integers(0, 1_000),
+    st.integers(-1_000, 0),
+    st.sampled_from([CONFIG, autopilot_config()]),
+)
+def test_a_minimum_not_held_raised_is_never_lowered(
+    s: DimensionState, keep: int, below: int, config: PolicyConfig
+) -> None:
+    # a target's minimum at or below the configured one is never lowered, whatever the window
+    # (so a tick's first decision never makes its throttles due: the simulator's tick makes
+    # none for such a dimension)
+    s = replace(s, keep=keep)
+    current_min = max(1, s.min_capacity + below)
+    assert decide_scalable_min(s, current_min, config).capacity >= current_min

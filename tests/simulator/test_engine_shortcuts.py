@@ -6,7 +6,9 @@ recorded series, exactly.
 - stock target tracking's low alarm, held while a datapoint at or above its threshold is
   among its newest 15 (`AutoScaling._hold`), against evaluating it every minute;
 - the scaler tick's delivery verdict, kept per phase of the witness period
-  (`ThrottleAware.delivered`), against working it out at every tick.
+  (`ThrottleAware.delivered`), against working it out at every tick;
+- the scaler tick's throttle reads, picked without its first decision where no dimension's
+  read depends on it (`ThrottleAware._due`), against making that decision at every tick.
 """
 
 from __future__ import annotations
@@ -72,6 +74,7 @@ def _alike(policy: str, trace: Trace, params: ModelParams) -> None:
     with pytest.MonkeyPatch.context() as m:
         m.setattr(AutoScaling, "_hold", lambda *_: None)  # every minute evaluated
         m.setattr(ThrottleAware, "delivered", ThrottleAware.delivered_now)  # every tick
+        m.setattr(ThrottleAware, "_due", ThrottleAware._due_decided)  # every first decision
         reference = _run(policy, trace, params)
     assert made == reference
 
@@ -100,6 +103,60 @@ def test_the_scaler_runs_as_its_every_tick_reference(
     trace: Trace, params: ModelParams, policy: str
 ) -> None:
     _alike(policy, trace, params)
+
+
+@settings(max_examples=examples(25), deadline=None)
+@given(
+    trace=traces(),
+    params=models(),
+    policy=st.sampled_from(["autopilot+stock:70", "throttle-aware+stock:50", "autopilot:60"]),
+)
+def test_each_tick_reads_the_throttles_its_first_decision_would_read(
+    trace: Trace, params: ModelParams, policy: str
+) -> None:
+    """Tick by tick, the keys whose throttles are read are those the first decision picks."""
+    shortcut, reference = ThrottleAware._due, ThrottleAware._due_decided
+    compared = [0]
+
+    def due(self: ThrottleAware, *args: Any) -> set[Any]:
+        picked = shortcut(self, *args)
+        assert picked == reference(self, *args)
+        compared[0] += 1
+        return picked
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(ThrottleAware, "_due", due)
+        run_policy(parse(policy), trace, params, Prices())
+    assert compared[0] > 0
+
+
+@pytest.mark.parametrize("policy", ["autopilot+stock:70", "autopilot:70"])
+def test_the_first_decision_is_made_only_where_a_throttle_read_depends_on_it(
+    policy: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shortcut is taken, and not always (else the test above compares a path with
+    itself): on target tracking no tick needs the first decision (a minimum not held raised
+    is never lowered), by UpdateTable the ticks of a quiet stretch do."""
+    trace = Trace("steps", START, {(None, "read"): ([400.0] * 30 + [20.0] * 90) * 3})
+    ticks, decided = [0], [0]
+    original_tick, original = ThrottleAware._tick, ThrottleAware._due_decided
+
+    def tick(self: ThrottleAware, *args: Any) -> None:
+        ticks[0] += 1
+        original_tick(self, *args)
+
+    def due(self: ThrottleAware, *args: Any) -> Any:
+        decided[0] += 1
+        return original(self, *args)
+
+    monkeypatch.setattr(ThrottleAware, "_tick", tick)
+    monkeypatch.setattr(ThrottleAware, "_due_decided", due)
+    run_policy(parse(policy), trace, ModelParams(warmup_minutes=0), Prices())
+    assert ticks[0] >= 150
+    if policy.startswith("autopilot+stock"):
+        assert decided[0] == 0
+    else:
+        assert 0 < decided[0] < ticks[0] * 3 / 4
 
 
 def _low_alarm_reads(monkeypatch: pytest.MonkeyPatch, hold: bool) -> int:

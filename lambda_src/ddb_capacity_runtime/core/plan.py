@@ -213,16 +213,20 @@ def throttles_due(
     (`THROTTLE_READ_SHARE`), and, on one tick in `THROTTLE_READ_TICKS` (counted from the
     epoch), every one."""
     every = every_dimension_read(now, tick)
-    due = []
-    for c, _ in planned:
-        d = c.dimension
-        used = max(series[d.key].consumed, default=0.0)
-        raised = (d.memory is not None and d.memory.set_to is not None) or (
-            d.target is not None and d.target.min_capacity > d.limits.min_capacity
-        )
-        if every or raised or c.new < c.old or used >= THROTTLE_READ_SHARE * d.provisioned:
-            due.append(d.key)
-    return due
+    return [
+        c.dimension.key
+        for c, _ in planned
+        if every or c.new < c.old or read_anyway(c.dimension, series[c.dimension.key])
+    ]
+
+
+def read_anyway(d: Dimension, series: Series) -> bool:
+    """Whether ``d``'s throttles are read whatever it would decide (`throttles_due`)."""
+    return (
+        (d.memory is not None and d.memory.set_to is not None)
+        or (d.target is not None and d.target.min_capacity > d.limits.min_capacity)
+        or max(series.consumed, default=0.0) >= THROTTLE_READ_SHARE * d.provisioned
+    )
 
 
 def _change(d: Dimension, old: int, decision: Decision, via: Via) -> Change:

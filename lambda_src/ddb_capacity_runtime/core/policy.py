@@ -318,10 +318,6 @@ class _View:
         self.seen: float = float(sum(self.throttles))
         self.since: datetime | None = utc(state.last_increase) if state.last_increase else None
 
-    @classmethod
-    def of(cls, state: DimensionState, config: PolicyConfig) -> _View:
-        return cls(state, config)
-
     def decision(self, capacity: int, reason: str, free: int | None = None) -> Decision:
         provisioned = self.provisioned
         # the module's names of the actions (an enum's member read through the class costs

@@ -47,12 +47,15 @@ from ddb_capacity_runtime.core.ownership import retargets
 from ddb_capacity_runtime.core.plan import (
     SCALABLE_TARGET,
     Change,
+    every_dimension_read,
     floor_planned,
     plan_table,
+    read_anyway,
     reservation_floor,
     throttles_due,
 )
 from ddb_capacity_runtime.core.policy import HOLD, Decision, PolicyConfig
+from ddb_capacity_runtime.core.reservation import Floor
 from ddb_capacity_runtime.core.series import Key as SeriesKey
 from ddb_capacity_runtime.core.series import Series, tell_causes, window
 from ddb_capacity_runtime.core.settings import ScalerConfig
@@ -296,8 +299,11 @@ class ThrottleAware:
         self._planned: tuple[ManagedTable, list[Any], ManagedTable] | None = None
         self._verdicts: dict[tuple[int, int, int], bool] = {}
         """The delivery verdict per phase of a tick's time (`delivered`)."""
-        # what a tick reads: its window and the newest minutes (the metric lag's)
+        # what a tick reads: its window and the newest minutes (the metric lag's), the newest
+        # of them still arriving; and the reservation its decreases are cut at
         self._history_minutes = self.config.history_minutes + self.config.metric_lag_minutes
+        self._arriving = self.config.arriving_minutes
+        self._reservation = self.config.reservation
         self.throttle_reads = [0, 0]
         """The dimensions' reads of throttle events, of the dimensions' ticks."""
 
@@ -417,7 +423,7 @@ class ThrottleAware:
             table = self._apply_plans(table, t)
             if self.own_target:
                 self._retarget(table)
-        floor = reservation_floor(self.config.reservation, [table])  # its tables: this one
+        floor = reservation_floor(self._reservation, [table])  # its tables: this one
         delivered = self.delivered(sim, t, now)  # every dimension's witness, as one
 
         def plan(read: Mapping[SeriesKey, Series]) -> list[tuple[Change, Decision]]:
@@ -425,8 +431,7 @@ class ThrottleAware:
 
         # the first decision, on consumption alone, only picks the throttles read (as the
         # Lambda's `read_throttles`); the one made with them is the tick's
-        first = core_plan.plan_table(table, self._assumed(series), self.config, now, floor=floor)
-        series = self._read_throttles(series, first, now)
+        series = self._read(series, self._due(table, series, now, floor))
         # as the Lambda's tick: idle minutes lower nothing unwitnessed, then the floor
         planned, _ = hold_unwitnessed(plan, series, lambda _: delivered)
         if floor is not None:
@@ -436,10 +441,41 @@ class ThrottleAware:
     @staticmethod
     def _assumed(series: Mapping[SeriesKey, Series]) -> dict[SeriesKey, Series]:
         """What the Lambda's first decision reads: consumption, throttles taken for 0."""
-        return {
-            k: replace(s, throttles=[0.0] * len(s.throttles), unfixable=[], key_range=[])
-            for k, s in series.items()
-        }
+        return {k: _consumption(s) for k, s in series.items()}
+
+    def _due(
+        self,
+        table: ManagedTable,
+        series: Mapping[SeriesKey, Series],
+        now: datetime,
+        floor: Floor | None,
+    ) -> set[SeriesKey]:
+        """The keys whose throttles the Lambda reads (`throttles_due`) after its first
+        decision, on consumption alone (`_assumed`): that decision is made only when some
+        dimension's read depends on it, one set by UpdateTable not read whatever it decides
+        (`read_anyway`, or every one on one tick in `THROTTLE_READ_TICKS`). One under a
+        scalable target that is not read anyway has its minimum not held raised, and
+        `decide_scalable_min` never lowers that (its result is never below the configured
+        minimum), so the first decision never makes it due."""
+        every = every_dimension_read(now, self.tick)
+        due = set()
+        for d in table.dimensions:
+            if every or read_anyway(d, series[d.key]):
+                due.add(d.key)
+            elif d.target is None:
+                return self._due_decided(table, series, now, floor)
+        return due
+
+    def _due_decided(
+        self,
+        table: ManagedTable,
+        series: Mapping[SeriesKey, Series],
+        now: datetime,
+        floor: Floor | None,
+    ) -> set[SeriesKey]:
+        """`_due` by the first decision itself, always made (its reference)."""
+        first = core_plan.plan_table(table, self._assumed(series), self.config, now, floor=floor)
+        return set(throttles_due(first, series, now, self.tick))
 
     def _read_throttles(
         self,
@@ -448,13 +484,18 @@ class ThrottleAware:
         now: datetime,
     ) -> dict[SeriesKey, Series]:
         """``series`` with the throttles read of the dimensions the Lambda reads them of
-        after its ``first`` decision (`throttles_due`, counted in ``throttle_reads``); the
-        others' read 0, not read (never lowered)."""
+        after its ``first`` decision (`throttles_due`); the others' read 0, not read."""
         due = set(throttles_due(first, series, now, self.tick))
+        return self._read(series, due)
+
+    def _read(
+        self, series: Mapping[SeriesKey, Series], due: set[SeriesKey]
+    ) -> dict[SeriesKey, Series]:
+        """``series`` with the throttles read of the ``due`` keys (counted in
+        ``throttle_reads``); the others' read 0 (`_assumed`), not read (never lowered)."""
         self.throttle_reads[0] += len(due)
         self.throttle_reads[1] += len(series)
-        unread = self._assumed({k: s for k, s in series.items() if k not in due})
-        return {**series, **{k: replace(s, throttles_read=False) for k, s in unread.items()}}
+        return {k: s if k in due else _unread(_consumption(s)) for k, s in series.items()}
 
     def delivered(self, sim: SimulatedTable, t: int, now: datetime) -> bool:
         """`delivered_now`, kept per phase of ``now`` in the witness period (its minute
@@ -522,7 +563,7 @@ class ThrottleAware:
         last while its dimensions are the same (it is read only)."""
         window = self._window(sim, t)
         newest = sim.delivered_through(t, self.tick)
-        arriving = self.config.arriving_minutes
+        arriving = self._arriving
         dims, series = [], {}
         busy_until = sim.busy_until
         for key in sim.keys:
@@ -612,6 +653,41 @@ class ThrottleAware:
                 updates.setdefault(key[0], {})[key[1]] = change.new
         for index, values in updates.items():
             sim.update_table(t, index, values)
+
+
+def _consumption(s: Series) -> Series:
+    """``s`` read on consumption alone: its throttles 0, no cause known (``s`` itself when it
+    has none to zero)."""
+    if not s.unfixable and not s.key_range and not any(s.throttles):
+        return s
+    return Series(
+        s.minute_starts,
+        s.consumed,
+        [0.0] * len(s.throttles),
+        s.unknown,
+        [],
+        [],
+        s.causes_unknown,
+        s.undelivered,
+        s.untrusted,
+        s.throttles_read,
+    )
+
+
+def _unread(s: Series) -> Series:
+    """``s`` (read on consumption alone) with its throttles not read (`Series.throttles_read`)."""
+    return Series(
+        s.minute_starts,
+        s.consumed,
+        s.throttles,
+        s.unknown,
+        s.unfixable,
+        s.key_range,
+        s.causes_unknown,
+        s.undelivered,
+        s.untrusted,
+        False,
+    )
 
 
 class _Described(ManagedTable):
