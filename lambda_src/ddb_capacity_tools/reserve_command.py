@@ -174,7 +174,7 @@ def _setup(args: argparse.Namespace) -> reserve.Setup:
             "autopilot..., throttle-aware..., fixed:N): a reservation covers provisioned units"
         )
     if args.policy is not None:
-        spec_of(args.policy, params.max_capacity, "--policy")
+        check_candidate(args.policy, params.max_capacity, "--policy")
     for c in args.candidate or []:
         check_candidate(c, params.max_capacity)
     if args.processes is not None and not 1 <= args.processes <= MAX_PROCESSES:

@@ -276,6 +276,8 @@ def test_an_overridden_price_moves_the_plan(fleet_files: list[str]) -> None:
         (["--processes", "0"], "--processes: got 0; expected a whole number from 1 to 64"),
         (["--current", "on-demand"], "--current: got 'on-demand'; expected a provisioned"),
         (["--policy", "sometimes"], "--policy: got 'sometimes'"),
+        (["--policy", "oracle"], "--policy: got 'oracle'; expected stock:T"),
+        (["--policy", "autopilot:70+lumped"], "--policy: got 'autopilot:70+lumped'; expected"),
         (["--days", "3"], "--days: applies to --all-tables only"),
         (["--price", "reserved_1y_wcu_hour=-1"], "--price reserved_1y_wcu_hour: got '-1'"),
         (
