@@ -8,8 +8,9 @@ printed beside each.
   refuses <= 0.1x what ``stock:70`` refuses; the stream and both are printed beside it.
 - **noise on held-out real traffic**: each ``ride*.csv`` in the traces folder, scored on
   its second half (``--score-from``): ``autopilot+stock:90`` with the hook, and with the
-  stream, costs <= 1.0x ``stock:90`` at no more refusals. A folder without such a trace is
-  said so.
+  stream, costs <= 1.0x ``stock:90`` at no more refusals; beside it, its cost over the
+  cheapest stock target or on-demand refusing no more than it (where it refuses less than
+  ``stock:90``, the comparison at equal refusals). A folder without such a trace is said so.
 - **flash crowd, not pre-warmed** (10x for 20 minutes): ``autopilot+stock:70`` with both
   signals refuses <= 0.15x what ``stock:70`` refuses. Beside it, the floor: per model
   setting, what a policy would still refuse that raises each dimension the moment a signal
@@ -120,7 +121,21 @@ def held_out_noise(folder: Path, workers: int) -> list[bool]:
             ratio = cost / base_cost if refused <= base_refused else float("inf")
             why = "the autopilot's own floors and raises on noise (see its line without signals)"
             results.append(verdict(f"{path.stem}{label}", ratio, NOISE_GOAL, why))
+            print(f"  beside it: {cheapest_refusing_no_more(rows, refused, cost)}")
     return results
+
+
+def cheapest_refusing_no_more(
+    rows: dict[str, tuple[float, float]], refused: float, cost: float
+) -> str:
+    """Of the stock targets and on-demand in ``rows``, the cheapest refusing no more than
+    ``refused`` units, and ``cost`` over its cost: the comparison at equal refusals where
+    the judged policy refuses less than ``stock:90``."""
+    rivals = [(c, n) for n, (r, c) in rows.items() if n in STOCK and r <= refused]
+    if not rivals:
+        return "no stock target nor on-demand refuses as little"
+    rival_cost, name = min(rivals)
+    return f"the cheapest refusing no more is {name} (${rival_cost:,.2f}): {cost / rival_cost:.3f}x"
 
 
 def crowd_floor(trace: Trace, key: Key, p: ModelParams) -> float:
