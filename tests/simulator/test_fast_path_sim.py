@@ -253,3 +253,21 @@ def test_the_ensemble_spreads_the_delay_and_the_share_only_when_the_fast_path_is
     off = settings_of("plausible", ModelParams())
     assert {p.fast_path_seconds for p in off} == {None}
     assert {p.fast_path_share for p in off} == {1.0}
+
+
+def test_the_signals_look_in_time_order_and_one_raise_holds_back_the_other() -> None:
+    # the stream (5 s) sees the crowd's writes before the hook (20 s) sees its reads: its
+    # write raise, above the warm throughput, leaves the table updating when the hook
+    # looks, and DynamoDB takes no second update meanwhile, so the reads wait
+    trace = scenario("flash-crowd")
+    alone = _refused_by_dimension(trace, fast_path_seconds=20)
+    both = _refused_by_dimension(trace, fast_path_seconds=20, stream_seconds=5)
+    assert both["write"] < alone["write"] / 2
+    assert both["read"] > alone["read"] * 1.5
+
+
+def _refused_by_dimension(trace: Trace, **model: int) -> dict[str, float]:
+    """Units ``autopilot+stock:70`` refuses on ``trace``, per dimension."""
+    params = ModelParams(**model).validate()  # type: ignore[arg-type]
+    runs = run_policy(parse("autopilot+stock:70"), trace, params, Prices())
+    return {r.key[1]: r.throttled_requests for r in runs}

@@ -91,13 +91,15 @@ class Source(NamedTuple):
 
 
 def sources(params: ModelParams) -> list[Source]:
-    """The signals ``params`` turn on, the hook's first (none: the fast path is off)."""
+    """The signals ``params`` turn on (none: the fast path is off), in the order they look
+    within a minute (by second; the hook's first at the same second): a raise one makes
+    leaves the table UPDATING when a later one looks, as in DynamoDB."""
     out = []
     if params.fast_path_seconds is not None:
         out.append(Source(*divmod(params.fast_path_seconds, 60), params.fast_path_share, False))
     if params.stream_seconds is not None:
         out.append(Source(*divmod(params.stream_seconds, 60), 1.0, True))
-    return out
+    return sorted(out, key=lambda source: source.second)
 
 
 class FastPath:
