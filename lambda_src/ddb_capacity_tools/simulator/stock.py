@@ -164,12 +164,12 @@ class AutoScaling:
         # The alarms evaluate the newest datapoints CloudWatch holds (delays vary; a minute
         # without traffic has none). The low alarm's 15 datapoints within its 17 minutes
         # include some of the high alarm's 4, whose newest ends both: none there, no action.
-        high = sim.present(key, t, HIGH_DATAPOINTS + EXTRA_PERIODS)
-        if not high:
+        latest = sim.newest_present(key, t, HIGH_DATAPOINTS + EXTRA_PERIODS)
+        if latest is None:
             return
-        latest = high[-1]
         provisioned = d.provisioned
         if latest > target * provisioned:
+            high = sim.present(key, t, HIGH_DATAPOINTS + EXTRA_PERIODS)
             self._scale_out(sim, t, key, high, target, (lo, hi))
         elif self.scale_in and latest < (target - LOW_MARGIN) * provisioned:
             self._scale_in(sim, t, key, target, (lo, hi))
