@@ -145,27 +145,21 @@ def test_the_first_decision_is_made_only_where_a_throttle_read_depends_on_it(
     """The shortcut is taken, and not always (else the test above compares a path with
     itself): on target tracking no tick needs the first decision (a minimum not held raised
     is never lowered), by UpdateTable the ticks of a quiet stretch do."""
-    trace = Trace("steps", START, {(None, "read"): ([400.0] * 30 + [20.0] * 90) * 3})
-    ticks, decided = [0], [0]
-    original_tick, original = ThrottleAware._tick, ThrottleAware._due_decided
-
-    def tick(self: ThrottleAware, *args: Any) -> None:
-        ticks[0] += 1
-        original_tick(self, *args)
+    decided = [0]
+    original = ThrottleAware._due_decided
 
     def due(self: ThrottleAware, *args: Any) -> Any:
         decided[0] += 1
         return original(self, *args)
 
-    monkeypatch.setattr(ThrottleAware, "_tick", tick)
     monkeypatch.setattr(ThrottleAware, "_due_decided", due)
     monkeypatch.setattr(ThrottleAware, "_reused", lambda *_: None)  # `_due` at every tick
-    run_policy(parse(policy), trace, ModelParams(warmup_minutes=0), Prices())
-    assert ticks[0] >= 150
+    ticks = _ticks_on_steps(policy, monkeypatch)
+    assert ticks >= 150
     if policy.startswith("autopilot+stock"):
         assert decided[0] == 0
     else:
-        assert 0 < decided[0] < ticks[0] * 3 / 4
+        assert 0 < decided[0] < ticks * 3 / 4
 
 
 @pytest.mark.parametrize("policy", ["autopilot+stock:70", "autopilot:70", "throttle-aware"])
@@ -175,13 +169,8 @@ def test_the_first_decision_is_the_ticks_own_only_without_throttles_nor_targets(
     """The tick's first decision is taken for its own (else the runs above compare a path
     with itself) by UpdateTable on the ticks of a stretch without throttles, and never on
     target tracking nor where a series holds a throttle."""
-    trace = Trace("steps", START, {(None, "read"): ([400.0] * 30 + [20.0] * 90) * 3})
-    ticks, reused = [0], [0]
-    original_tick, original = ThrottleAware._tick, ThrottleAware._reused
-
-    def tick(self: ThrottleAware, *args: Any) -> None:
-        ticks[0] += 1
-        original_tick(self, *args)
+    reused = [0]
+    original = ThrottleAware._reused
 
     def reuse(self: ThrottleAware, table: Any, series: Any, *args: Any) -> Any:
         first = original(self, table, series, *args)
@@ -190,14 +179,28 @@ def test_the_first_decision_is_the_ticks_own_only_without_throttles_nor_targets(
             assert not any(any(s.throttles) for s in series.values())
         return first
 
-    monkeypatch.setattr(ThrottleAware, "_tick", tick)
     monkeypatch.setattr(ThrottleAware, "_reused", reuse)
-    run_policy(parse(policy), trace, ModelParams(warmup_minutes=0), Prices())
-    assert ticks[0] >= 150
+    ticks = _ticks_on_steps(policy, monkeypatch)
+    assert ticks >= 150
     if policy.startswith("autopilot+stock"):
         assert reused[0] == 0
     else:
-        assert ticks[0] / 2 < reused[0] < ticks[0]
+        assert ticks / 2 < reused[0] < ticks
+
+
+def _ticks_on_steps(policy: str, monkeypatch: pytest.MonkeyPatch) -> int:
+    """How many ticks ``policy`` makes over load that steps from high to low and back."""
+    trace = Trace("steps", START, {(None, "read"): ([400.0] * 30 + [20.0] * 90) * 3})
+    ticks = [0]
+    original = ThrottleAware._tick
+
+    def tick(self: ThrottleAware, *args: Any) -> None:
+        ticks[0] += 1
+        original(self, *args)
+
+    monkeypatch.setattr(ThrottleAware, "_tick", tick)
+    run_policy(parse(policy), trace, ModelParams(warmup_minutes=0), Prices())
+    return ticks[0]
 
 
 @settings(max_examples=examples(60), deadline=None)
