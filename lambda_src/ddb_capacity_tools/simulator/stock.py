@@ -139,13 +139,6 @@ class AutoScaling:
         for key in order:
             self._act_on(sim, t, key)
 
-    def _range(self, key: Key) -> tuple[int, int]:
-        """``key``'s [min, max]: a surge's minimum where it is higher."""
-        lo, surge = self.min[key], self.surge
-        if surge and surge.get(key, 0) > lo:
-            lo = surge[key]
-        return lo, self.max[key]
-
     def _act_on(self, sim: SimulatedTable, t: int, key: Key) -> None:
         """One target's minute: capacity moved into [min, max], else its alarms."""
         target = self.targets.get(key, self.target) if self.targets else self.target
@@ -153,7 +146,10 @@ class AutoScaling:
         # _enforce, inline: capacity outside [min, max] (what is in flight counts)
         pending = d.pending
         current = d.provisioned if pending is None else pending
-        lo, hi = self._range(key)
+        # its [min, max], a surge's minimum where it is higher (inline: a target's minute)
+        lo, hi, surge = self.min[key], self.max[key], self.surge
+        if surge and surge.get(key, 0) > lo:
+            lo = surge[key]
         wanted = current if current >= lo else lo  # min(max(current, lo), hi)
         wanted = hi if hi < wanted else wanted
         if wanted != current:
