@@ -8,7 +8,11 @@ recorded series, exactly.
 - the scaler tick's delivery verdict, kept per phase of the witness period
   (`ThrottleAware.delivered`), against working it out at every tick;
 - the scaler tick's throttle reads, picked without its first decision where no dimension's
-  read depends on it (`ThrottleAware._due`), against making that decision at every tick.
+  read depends on it (`ThrottleAware._due`), against making that decision at every tick;
+- the scaler tick's first decision taken for the tick's own where no series holds a
+  throttle (`ThrottleAware._reused`), against deciding again with the throttles read;
+- a decrease the quota refuses, refused again without asking the ledger until the minute it
+  allows one (`SimulatedTable._refused_until`), against asking it at every attempt.
 """
 
 from __future__ import annotations
@@ -18,9 +22,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from ddb_capacity_runtime.core.decreases import DecreaseLedger
 from ddb_capacity_tools.simulator import ModelParams, Prices, parse
 from ddb_capacity_tools.simulator.model import SimulatedTable
 from ddb_capacity_tools.simulator.policies import ThrottleAware
@@ -75,6 +80,8 @@ def _alike(policy: str, trace: Trace, params: ModelParams) -> None:
         m.setattr(AutoScaling, "_hold", lambda *_: None)  # every minute evaluated
         m.setattr(ThrottleAware, "delivered", ThrottleAware.delivered_now)  # every tick
         m.setattr(ThrottleAware, "_due", ThrottleAware._due_decided)  # every first decision
+        m.setattr(ThrottleAware, "_reused", lambda *_: None)  # every tick decided again
+        m.setattr(SimulatedTable, "_refused_until", lambda _, _ledger, t: t)  # ledger asked
         reference = _run(policy, trace, params)
     assert made == reference
 
@@ -126,6 +133,7 @@ def test_each_tick_reads_the_throttles_its_first_decision_would_read(
 
     with pytest.MonkeyPatch.context() as m:
         m.setattr(ThrottleAware, "_due", due)
+        m.setattr(ThrottleAware, "_reused", lambda *_: None)  # `_due` at every tick
         run_policy(parse(policy), trace, params, Prices())
     assert compared[0] > 0
 
@@ -137,26 +145,108 @@ def test_the_first_decision_is_made_only_where_a_throttle_read_depends_on_it(
     """The shortcut is taken, and not always (else the test above compares a path with
     itself): on target tracking no tick needs the first decision (a minimum not held raised
     is never lowered), by UpdateTable the ticks of a quiet stretch do."""
-    trace = Trace("steps", START, {(None, "read"): ([400.0] * 30 + [20.0] * 90) * 3})
-    ticks, decided = [0], [0]
-    original_tick, original = ThrottleAware._tick, ThrottleAware._due_decided
-
-    def tick(self: ThrottleAware, *args: Any) -> None:
-        ticks[0] += 1
-        original_tick(self, *args)
+    decided = [0]
+    original = ThrottleAware._due_decided
 
     def due(self: ThrottleAware, *args: Any) -> Any:
         decided[0] += 1
         return original(self, *args)
 
-    monkeypatch.setattr(ThrottleAware, "_tick", tick)
     monkeypatch.setattr(ThrottleAware, "_due_decided", due)
-    run_policy(parse(policy), trace, ModelParams(warmup_minutes=0), Prices())
-    assert ticks[0] >= 150
+    monkeypatch.setattr(ThrottleAware, "_reused", lambda *_: None)  # `_due` at every tick
+    ticks = _ticks_on_steps(policy, monkeypatch)
+    assert ticks >= 150
     if policy.startswith("autopilot+stock"):
         assert decided[0] == 0
     else:
-        assert 0 < decided[0] < ticks[0] * 3 / 4
+        assert 0 < decided[0] < ticks * 3 / 4
+
+
+@pytest.mark.parametrize("policy", ["autopilot+stock:70", "autopilot:70", "throttle-aware"])
+def test_the_first_decision_is_the_ticks_own_only_without_throttles_nor_targets(
+    policy: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tick's first decision is taken for its own (else the runs above compare a path
+    with itself) by UpdateTable on the ticks of a stretch without throttles, and never on
+    target tracking nor where a series holds a throttle."""
+    reused = [0]
+    original = ThrottleAware._reused
+
+    def reuse(self: ThrottleAware, table: Any, series: Any, *args: Any) -> Any:
+        first = original(self, table, series, *args)
+        if first is not None:
+            reused[0] += 1
+            assert not any(any(s.throttles) for s in series.values())
+        return first
+
+    monkeypatch.setattr(ThrottleAware, "_reused", reuse)
+    ticks = _ticks_on_steps(policy, monkeypatch)
+    assert ticks >= 150
+    if policy.startswith("autopilot+stock"):
+        assert reused[0] == 0
+    else:
+        assert ticks / 2 < reused[0] < ticks
+
+
+def _ticks_on_steps(policy: str, monkeypatch: pytest.MonkeyPatch) -> int:
+    """How many ticks ``policy`` makes over load that steps from high to low and back."""
+    trace = Trace("steps", START, {(None, "read"): ([400.0] * 30 + [20.0] * 90) * 3})
+    ticks = [0]
+    original = ThrottleAware._tick
+
+    def tick(self: ThrottleAware, *args: Any) -> None:
+        ticks[0] += 1
+        original(self, *args)
+
+    monkeypatch.setattr(ThrottleAware, "_tick", tick)
+    run_policy(parse(policy), trace, ModelParams(warmup_minutes=0), Prices())
+    return ticks[0]
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(
+    count=st.integers(0, 27),
+    before=st.integers(0, 3000),
+    offset=st.integers(0, 1439),
+    second=st.sampled_from([0, 30]),
+)
+def test_a_refused_decrease_is_refused_until_the_minute_the_ledger_allows_one(
+    count: int, before: int, offset: int, second: int
+) -> None:
+    """`SimulatedTable._refused_until` finds the first minute the ledger allows a decrease
+    in: every minute before it refuses one."""
+    start = START + timedelta(minutes=offset, seconds=second)
+    trace = Trace("idle", start, {(None, "read"): [1.0] * 10})
+    sim = SimulatedTable(trace, ModelParams(warmup_minutes=0), {(None, "read"): 10})
+    ledger = DecreaseLedger(count, sim.time(0) - timedelta(minutes=before))
+    assume(not ledger.can_decrease(sim.time(0)))
+    until = sim._refused_until(ledger, 0)
+    assert until > 0
+    assert not any(ledger.can_decrease(sim.time(t)) for t in range(until))
+    assert ledger.can_decrease(sim.time(until))
+
+
+def test_refused_decreases_are_refused_without_asking_the_ledger_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The refusal is kept (else the runs above compare a path with itself): on load that
+    falls by a third every 20 minutes, stock target tracking asks for a decrease the quota
+    refuses minute after minute once its 4 free ones are spent, and the ledger is asked far
+    fewer times."""
+    trace = Trace(
+        "stairs", START, {(None, "read"): [900.0 * (2 / 3) ** (m // 20) for m in range(400)]}
+    )
+    asked = [0]
+    original = DecreaseLedger.can_decrease
+
+    def can_decrease(self: DecreaseLedger, now: datetime) -> bool:
+        asked[0] += 1
+        return original(self, now)
+
+    monkeypatch.setattr(DecreaseLedger, "can_decrease", can_decrease)
+    (result,) = run_policy(parse("stock:70"), trace, ModelParams(warmup_minutes=0), Prices())
+    assert result.rejected_decreases > 100
+    assert asked[0] < result.rejected_decreases / 2
 
 
 def _low_alarm_reads(monkeypatch: pytest.MonkeyPatch, hold: bool) -> int:

@@ -52,6 +52,7 @@ from typing import ClassVar, NamedTuple
 
 from ddb_capacity_runtime.core.decreases import DecreaseLedger
 from ddb_capacity_runtime.core.delivery import WITNESS_LAG_MINUTES, WITNESS_PERIOD_MINUTES
+from ddb_capacity_runtime.core.periods import DAY_MINUTES
 from ddb_capacity_runtime.core.series import step_start
 
 from .params import ModelParams
@@ -179,6 +180,9 @@ class SimulatedTable:
         """Of the changes in ``apply_at``, those that land that many seconds into their minute (the
         fast path's), not at its start."""
         self.rejected_decreases = {k: 0 for k in self.keys}
+        self._refused: dict[str | None, tuple[DecreaseLedger, int]] = {}
+        """Per table or GSI, its ledger when it last refused a decrease, and the minute until
+        which (exclusive) that ledger refuses one (`_refused_until`)."""
         self._times: list[datetime] = list(
             accumulate(
                 repeat(MINUTE, self.offset + trace.minutes),
@@ -430,6 +434,18 @@ class SimulatedTable:
             return [v for v, a in zip(values, at, strict=True) if v and a <= t]
         return [v for v in values if v] if 0.0 in values else values
 
+    def newest_present(self, key: Key, t: int, count: int) -> float | None:
+        """The newest of `present`'s datapoints (None: it has none), read without listing
+        them when the newest minute it may hold has one."""
+        served = self.dims[key].served
+        stop = t + self.offset - self.params.metric_delay_minutes  # exclusive, as `present`
+        if 0 < stop <= len(served) and count > 0 and not self.params.delay_spread_minutes:
+            value = served[stop - 1]
+            if value:
+                return value
+        values = self.present(key, t, count)
+        return values[-1] if values else None
+
     # ------------------------------------------------------------------ DynamoDB API
 
     def busy(self, index: str | None, t: int) -> bool:
@@ -478,15 +494,40 @@ class SimulatedTable:
     def _spend_decrease(self, t: int, index: str | None, changes: Mapping[str, int]) -> bool:
         """Spend one of ``index``'s decreases at minute ``t`` if the quota allows (True);
         else count each lowered dimension's refused decrease (from ``score_from`` on)."""
-        now = self.time(t)
         ledger = self.ledgers[index]
-        if ledger.can_decrease(now):
-            self.ledgers[index] = ledger.spend(now)
-            return True
+        refused = self._refused.get(index)
+        if refused is None or refused[0] is not ledger or t >= refused[1]:
+            now = self.time(t)
+            if ledger.can_decrease(now):
+                self.ledgers[index] = ledger.spend(now)
+                return True
+            self._refused[index] = (ledger, self._refused_until(ledger, t))
         for dim, v in changes.items():
             if v < self.dims[(index, dim)].provisioned and t >= self.score_from:
                 self.rejected_decreases[(index, dim)] += 1
         return False
+
+    def _refused_until(self, ledger: DecreaseLedger, t: int) -> int:
+        """The first minute after ``t`` at which ``ledger`` allows a decrease, ``ledger``
+        refusing one at ``t``: a ledger that refuses one refuses it until some moment and
+        allows it from then on (an hour after its last decrease, or at the next 00:00
+        UTC, when its count starts again), at most a day later, so it is searched for
+        with the ledger's own rule, in steps that double, then by halves. ``t`` itself
+        when none is found within the day (a refusal then is asked of the ledger again)."""
+        low, step = t, 1  # refused at low
+        while not ledger.can_decrease(self.time(t + step)):
+            low = t + step
+            if step >= DAY_MINUTES:
+                return t
+            step *= 2
+        high = t + step  # allowed at high
+        while high - low > 1:
+            middle = (low + high) // 2
+            if ledger.can_decrease(self.time(middle)):
+                high = middle
+            else:
+                low = middle
+        return high
 
     def _latency(
         self, index: str | None, changes: Mapping[str, int], lower: bool, second: int

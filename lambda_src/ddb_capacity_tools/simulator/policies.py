@@ -426,12 +426,23 @@ class ThrottleAware:
         floor = reservation_floor(self._reservation, [table])  # its tables: this one
         delivered = self.delivered(sim, t, now)  # every dimension's witness, as one
 
-        def plan(read: Mapping[SeriesKey, Series]) -> list[tuple[Change, Decision]]:
-            return plan_table(table, read, self.config, now, floor=floor)  # this module's name
-
         # the first decision, on consumption alone, only picks the throttles read (as the
-        # Lambda's `read_throttles`); the one made with them is the tick's
-        series = self._read(series, self._due(table, series, now, floor))
+        # Lambda's `read_throttles`); the one made with them is the tick's, which is the
+        # first itself where `_reused` makes it
+        first = self._reused(table, series, now, floor)
+        due = (
+            self._due(table, series, now, floor)
+            if first is None
+            else self._picked(first, series, now)
+        )
+        series = self._read(series, due)
+        read = series
+
+        def plan(read_now: Mapping[SeriesKey, Series]) -> list[tuple[Change, Decision]]:
+            if first is not None and read_now is read:
+                return first
+            return plan_table(table, read_now, self.config, now, floor=floor)  # this module's name
+
         # as the Lambda's tick: idle minutes lower nothing unwitnessed, then the floor
         planned, _ = hold_unwitnessed(plan, series, lambda _: delivered)
         if floor is not None:
@@ -475,6 +486,35 @@ class ThrottleAware:
     ) -> set[SeriesKey]:
         """`_due` by the first decision itself, always made (its reference)."""
         first = core_plan.plan_table(table, self._assumed(series), self.config, now, floor=floor)
+        return self._picked(first, series, now)
+
+    def _reused(
+        self,
+        table: ManagedTable,
+        series: Mapping[SeriesKey, Series],
+        now: datetime,
+        floor: Floor | None,
+    ) -> list[tuple[Change, Decision]] | None:
+        """The first decision, made as the tick's own (this module's `plan_table`, so it is
+        the tick's one call), where the decision made with the throttles read would be the
+        same: no series holds a throttle event or a cause (each due dimension then reads
+        the series the first decision read), every dimension is set by UpdateTable and no
+        reservation floor cuts a decrease (a dimension not due was not lowered by the first
+        decision, and `decide` reads that its throttles were not read only to hold a
+        decrease). Else None: the first decision is made only where needed (`_due`)."""
+        if floor is not None or any(d.target is not None for d in table.dimensions):
+            return None
+        if any(_consumption(s) is not s for s in series.values()):
+            return None
+        return plan_table(table, series, self.config, now)  # this module's name
+
+    def _picked(
+        self,
+        first: list[tuple[Change, Decision]],
+        series: Mapping[SeriesKey, Series],
+        now: datetime,
+    ) -> set[SeriesKey]:
+        """The keys whose throttles the Lambda reads after its ``first`` decision."""
         return set(throttles_due(first, series, now, self.tick))
 
     def _read_throttles(
@@ -485,8 +525,7 @@ class ThrottleAware:
     ) -> dict[SeriesKey, Series]:
         """``series`` with the throttles read of the dimensions the Lambda reads them of
         after its ``first`` decision (`throttles_due`); the others' read 0, not read."""
-        due = set(throttles_due(first, series, now, self.tick))
-        return self._read(series, due)
+        return self._read(series, self._picked(first, series, now))
 
     def _read(
         self, series: Mapping[SeriesKey, Series], due: set[SeriesKey]

@@ -139,13 +139,6 @@ class AutoScaling:
         for key in order:
             self._act_on(sim, t, key)
 
-    def _range(self, key: Key) -> tuple[int, int]:
-        """``key``'s [min, max]: a surge's minimum where it is higher."""
-        lo, surge = self.min[key], self.surge
-        if surge and surge.get(key, 0) > lo:
-            lo = surge[key]
-        return lo, self.max[key]
-
     def _act_on(self, sim: SimulatedTable, t: int, key: Key) -> None:
         """One target's minute: capacity moved into [min, max], else its alarms."""
         target = self.targets.get(key, self.target) if self.targets else self.target
@@ -153,7 +146,10 @@ class AutoScaling:
         # _enforce, inline: capacity outside [min, max] (what is in flight counts)
         pending = d.pending
         current = d.provisioned if pending is None else pending
-        lo, hi = self._range(key)
+        # its [min, max], a surge's minimum where it is higher (inline: a target's minute)
+        lo, hi, surge = self.min[key], self.max[key], self.surge
+        if surge and surge.get(key, 0) > lo:
+            lo = surge[key]
         wanted = current if current >= lo else lo  # min(max(current, lo), hi)
         wanted = hi if hi < wanted else wanted
         if wanted != current:
@@ -164,12 +160,12 @@ class AutoScaling:
         # The alarms evaluate the newest datapoints CloudWatch holds (delays vary; a minute
         # without traffic has none). The low alarm's 15 datapoints within its 17 minutes
         # include some of the high alarm's 4, whose newest ends both: none there, no action.
-        high = sim.present(key, t, HIGH_DATAPOINTS + EXTRA_PERIODS)
-        if not high:
+        latest = sim.newest_present(key, t, HIGH_DATAPOINTS + EXTRA_PERIODS)
+        if latest is None:
             return
-        latest = high[-1]
         provisioned = d.provisioned
         if latest > target * provisioned:
+            high = sim.present(key, t, HIGH_DATAPOINTS + EXTRA_PERIODS)
             self._scale_out(sim, t, key, high, target, (lo, hi))
         elif self.scale_in and latest < (target - LOW_MARGIN) * provisioned:
             self._scale_in(sim, t, key, target, (lo, hi))
