@@ -25,8 +25,8 @@ Measured on 2 shared cores: 1,000 tables, 900 s in one process (0.94 cores had) 
 in two (1.36 cores had): MISS at 0.567; 150 tables, 313 s (0.42 cores) and 138 s (1.02
 cores): PASS at 0.442; with the machine to itself, 40 tables, 25.4 s (1.00 cores) and
 13.7 s (1.96 cores): MISS at 0.541 (the pool used 6 % more CPU). The advisor's setting took
-82.8 CPU s a table in the latest run of this code (61 and 63.5 s in earlier ones; since
-then tune's default candidates have grown).
+80.3 CPU s a table in the latest run of this code (82.8 s before the simulator's last
+speed-ups; 61 and 63.5 s in earlier ones, since when tune's default candidates have grown).
 The default (40 tables) takes about 3 minutes; 1,000 tables about 25.
 
 Usage:
