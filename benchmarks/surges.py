@@ -71,7 +71,8 @@ FLASH_WHY = {
     "hook": CAPPED,
     "stream": "the stream sees writes only: the reads (3x the writes) wait for the scaler's "
     "tick, which reads CloudWatch minutes late",
-    "both": "reads: " + CAPPED,
+    "both": "reads: " + CAPPED + "; and the stream's write raises keep the table updating "
+    "when the hook looks",
 }
 LIE = 1_000_000.0
 """What the lying process says it consumed and was refused, units a second."""
