@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import math
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -271,3 +272,35 @@ def _refused_by_dimension(trace: Trace, **model: int) -> dict[str, float]:
     params = ModelParams(**model).validate()  # type: ignore[arg-type]
     runs = run_policy(parse("autopilot+stock:70"), trace, params, Prices())
     return {r.key[1]: r.throttled_requests for r in runs}
+
+
+def test_a_surge_raise_refused_while_the_table_updates_is_sent_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # on the spike with both signals, the stream's renewals meet the table still updating
+    # from its first raise: each refused raise is sent again as soon as the table takes one
+    # (the update under way lands within `update_minutes`), not left to a later renewal
+    sent: list[tuple[int, int, dict[str, int], str]] = []
+    update = SimulatedTable.update_table
+
+    def recorded(
+        sim: SimulatedTable, t: int, index: str | None, values: Any, second: int = 0
+    ) -> str:
+        answer = update(sim, t, index, values, second=second)
+        if second:  # the fast path's, inside its minute
+            sent.append((t, second, dict(values), answer))
+        return answer
+
+    monkeypatch.setattr(SimulatedTable, "update_table", recorded)
+    params = ModelParams(fast_path_seconds=20, stream_seconds=5).validate()
+    run_policy(parse("autopilot:70"), scenario("spike"), params, Prices())
+    refused = [(t, v) for t, _, v, answer in sent if answer == "in-use"]
+    assert refused
+    soon = params.update_minutes + 1
+    for t, values in refused:
+        assert any(
+            t < later <= t + soon
+            and answer == "applied"
+            and all(v.get(d, 0) >= n for d, n in values.items())
+            for later, _, v, answer in sent
+        ), (t, values)

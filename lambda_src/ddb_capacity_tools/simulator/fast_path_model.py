@@ -279,10 +279,9 @@ class FastPath:
             if level is None:
                 continue
             self.holds[key] = (level, self._ends(t), base, started)
-            if level > held:
-                if raise_floor is not None:
-                    raise_floor(key, level)
-                if level > sim.current(key):
-                    raises.setdefault(key[0], {})[key[1]] = level
+            if level > held and raise_floor is not None:
+                raise_floor(key, level)
+            if level > sim.current(key):  # a raise refused while the table was updating too
+                raises.setdefault(key[0], {})[key[1]] = level
         for index, values in raises.items():
             sim.update_table(t, index, values, second=source.second)
