@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.instant_raises import warm
+from benchmarks.stock_rivals import cheapest_within
 from benchmarks.surges import HOOK, SIGNALS, STOCK, STREAM, run, table, verdict
 from ddb_capacity_runtime.core.surge import DEFAULT_SURGE_SCALE
 from ddb_capacity_tools.simulator import ModelParams, Prices, parse, read_csv, scenario
@@ -134,10 +135,10 @@ def cheapest_refusing_no_more(
     """Of the stock targets and on-demand in ``rows``, the cheapest refusing no more than
     ``refused`` units, and ``cost`` over its cost: the comparison at equal refusals where
     the judged policy refuses less than ``stock:90``."""
-    rivals = [(c, n) for n, (r, c) in rows.items() if n in STOCK and r <= refused]
-    if not rivals:
+    name, within = cheapest_within(rows, refused, STOCK)
+    if not within:
         return "no stock target nor on-demand refuses as little"
-    rival_cost, name = min(rivals)
+    rival_cost = rows[name][1]
     return f"the cheapest refusing no more is {name} (${rival_cost:,.2f}): {cost / rival_cost:.3f}x"
 
 
