@@ -17,7 +17,7 @@ recorded series, exactly.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -26,9 +26,15 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from ddb_capacity_runtime.core.decreases import DecreaseLedger
+from ddb_capacity_runtime.core.series import Series
 from ddb_capacity_tools.simulator import ModelParams, Prices, parse
 from ddb_capacity_tools.simulator.model import SimulatedTable
-from ddb_capacity_tools.simulator.policies import ThrottleAware
+from ddb_capacity_tools.simulator.policies import (
+    SERIES_FIELDS,
+    ThrottleAware,
+    _consumption,
+    _unread,
+)
 from ddb_capacity_tools.simulator.run import run_policy
 from ddb_capacity_tools.simulator.stock import EXTRA_PERIODS, LOW_DATAPOINTS, AutoScaling
 from ddb_capacity_tools.simulator.trace import Key, Trace
@@ -315,3 +321,28 @@ def test_the_delivery_verdict_moves_with_the_phase_when_metrics_are_late() -> No
     compares a constant with itself): 15 minutes late, some ticks await the witness."""
     params = ModelParams(metric_delay_minutes=15).validate()
     assert len(set(_verdicts(params, START, kept=False))) == 2
+
+
+def test_a_series_read_on_consumption_alone_keeps_every_other_field() -> None:
+    """`_consumption` and `_unread` copy a `Series` by position (`_read_as`) where `replace`
+    would cost a tick more: they agree with `replace` on a series whose every field is set,
+    and the fields they pass are `Series`' own, in its order (a field added to it fails
+    here until the copy passes it too)."""
+    assert SERIES_FIELDS == tuple(f.name for f in fields(Series))
+    minute = datetime(2026, 3, 1, tzinfo=UTC)
+    s = Series(
+        [minute, minute + timedelta(minutes=1)],
+        [5.0, 6.0],
+        [3.0, 0.0],
+        [False, True],
+        [1.0, 0.0],
+        [0.5, 0.0],
+        causes_unknown=1,
+        undelivered=2,
+        untrusted=1,
+        throttles_read=True,
+    )
+    quiet = replace(s, throttles=[0.0, 0.0], unfixable=[], key_range=[])
+    assert _consumption(s) == quiet
+    assert _unread(quiet) == replace(quiet, throttles_read=False)
+    assert _consumption(quiet) is quiet

@@ -236,13 +236,13 @@ def _throttles_read_alike(
     series: dict[Any, Series],
 ) -> list[bool]:
     """The throttle events the simulated scaler reads at ``t`` after its first decision, on
-    consumption alone (`ThrottleAware._read_throttles`), are the Lambda's: its consumed
+    consumption alone (`ThrottleAware._picked`, `ThrottleAware._read`), are the Lambda's: its consumed
     capacity read alone, then the throttle events of the dimensions due
     (`metrics.fetch_throttles`); the others' read 0, not read."""
     config, now = policy.config, sim.time(t)
     described, _ = policy._describe(sim, t)
     first = plan_table(described, policy._assumed(series), config, now)
-    mine = policy._read_throttles(series, first, now)
+    mine = policy._read(series, policy._picked(first, series, now))
     start, end = window(now, config.history_minutes, config.metric_lag_minutes)
     keys = [(table, index, dim) for index, dim in sim.keys]
     alone = fetch(

@@ -517,16 +517,6 @@ class ThrottleAware:
         """The keys whose throttles the Lambda reads after its ``first`` decision."""
         return set(throttles_due(first, series, now, self.tick))
 
-    def _read_throttles(
-        self,
-        series: Mapping[SeriesKey, Series],
-        first: list[tuple[Change, Decision]],
-        now: datetime,
-    ) -> dict[SeriesKey, Series]:
-        """``series`` with the throttles read of the dimensions the Lambda reads them of
-        after its ``first`` decision (`throttles_due`); the others' read 0, not read."""
-        return self._read(series, self._picked(first, series, now))
-
     def _read(
         self, series: Mapping[SeriesKey, Series], due: set[SeriesKey]
     ) -> dict[SeriesKey, Series]:
@@ -699,34 +689,51 @@ def _consumption(s: Series) -> Series:
     has none to zero)."""
     if not s.unfixable and not s.key_range and not any(s.throttles):
         return s
-    return Series(
-        s.minute_starts,
-        s.consumed,
-        [0.0] * len(s.throttles),
-        s.unknown,
-        [],
-        [],
-        s.causes_unknown,
-        s.undelivered,
-        s.untrusted,
-        s.throttles_read,
-    )
+    return _read_as(s, [0.0] * len(s.throttles), [], [], s.throttles_read)
 
 
 def _unread(s: Series) -> Series:
     """``s`` (read on consumption alone) with its throttles not read (`Series.throttles_read`)."""
+    return _read_as(s, s.throttles, s.unfixable, s.key_range, False)
+
+
+def _read_as(
+    s: Series,
+    throttles: list[float],
+    unfixable: list[float],
+    key_range: list[float],
+    throttles_read: bool,
+) -> Series:
+    """``s`` with what its throttles read set, every other field kept: `dataclasses.replace`
+    made by position, which costs a tick less (`SERIES_FIELDS`, checked by a test, is the
+    order it copies)."""
     return Series(
         s.minute_starts,
         s.consumed,
-        s.throttles,
+        throttles,
         s.unknown,
-        s.unfixable,
-        s.key_range,
+        unfixable,
+        key_range,
         s.causes_unknown,
         s.undelivered,
         s.untrusted,
-        False,
+        throttles_read,
     )
+
+
+SERIES_FIELDS = (
+    "minute_starts",
+    "consumed",
+    "throttles",
+    "unknown",
+    "unfixable",
+    "key_range",
+    "causes_unknown",
+    "undelivered",
+    "untrusted",
+    "throttles_read",
+)
+"""`Series`' fields in the order `_read_as` passes them."""
 
 
 class _Described(ManagedTable):
