@@ -308,7 +308,7 @@ def _tuning_options(
     for c in candidates:
         candidate_names.check_candidate(c, params.max_capacity)
     if args.workers is not None:  # advise's default is told apart from a count given
-        _check_workers(args.workers)
+        _check_count("--workers", args.workers, MAX_WORKERS)
     return rule, params, prices, name, candidates
 
 
@@ -374,12 +374,10 @@ def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0
 
 
-def _check_workers(workers: int) -> None:
-    """``--workers``, refused outside 1 to `MAX_WORKERS`."""
-    if not 1 <= workers <= MAX_WORKERS:
-        raise PolicyError(
-            f"--workers: got {workers}; expected a whole number from 1 to {MAX_WORKERS}"
-        )
+def _check_count(option: str, count: int, most: int) -> None:
+    """A count of processes (``--workers``, ``--processes``), refused outside 1 to ``most``."""
+    if not 1 <= count <= most:
+        raise PolicyError(f"{option}: got {count}; expected a whole number from 1 to {most}")
 
 
 def _advise_processes(args: argparse.Namespace) -> tuple[int, int]:
@@ -392,13 +390,9 @@ def _advise_processes(args: argparse.Namespace) -> tuple[int, int]:
                 f"--processes: got {args.processes}; it applies to --all-tables only "
                 f"(--table advises one table: --workers runs its policies in processes)"
             )
-        if not 1 <= args.processes <= MAX_PROCESSES:
-            raise PolicyError(
-                f"--processes: got {args.processes}; expected a whole number from 1 to "
-                f"{MAX_PROCESSES}"
-            )
+        _check_count("--processes", args.processes, MAX_PROCESSES)
     if args.workers is not None:
-        _check_workers(args.workers)
+        _check_count("--workers", args.workers, MAX_WORKERS)
     processes = (cpus if args.processes is None else args.processes) if args.all_tables else 1
     workers = args.workers if args.workers is not None else 1 if processes > 1 else cpus
     return processes, workers
@@ -599,7 +593,7 @@ def _check_run(args: argparse.Namespace, params: ModelParams) -> None:
         raise PolicyError(
             f"--tick: got {args.tick}; expected whole minutes from {low:g} to {high:g}"
         )
-    _check_workers(args.workers)
+    _check_count("--workers", args.workers, MAX_WORKERS)
     for name in args.policy or []:
         _policy(name, params.max_capacity)
     if args.ensemble is not None:
