@@ -391,6 +391,24 @@ def test_a_renewal_makes_no_control_plane_call(world: World) -> None:
     assert calls == ["DescribeTable"]
 
 
+def test_a_raise_of_less_than_a_step_over_the_surge_is_a_renewal(world: World) -> None:
+    # GIVEN a surge to 429 (300 units/s at 70 %)
+    name = a_table(world, "Step")
+    send(world, report(name, write(300)), served(name))
+    # WHEN a report asks for 4 % more (312 units/s: 446 units), nothing throttled
+    later = time.time() + 1
+    (row,) = send(world, report(name, write(312), sent=later), served(name))["dimensions"]
+    # THEN the surge is renewed at its level: no update keeps the table busy for 17 units
+    assert (row["status"], row["to"], row["changes"]) == ("renewed", 429, [])
+    assert world.throughput(name) == (50, 429)
+    assert world.target_min(name, "write") == 429
+    # and a report asking for a step more (10 %: 472 units and over) raises it
+    event = report(name, write(331), sent=later + 1)
+    (row,) = send(world, event, served(name))["dimensions"]
+    assert (row["status"], row["to"]) == ("applied", 473)
+    assert world.throughput(name) == (50, 473)
+
+
 def test_a_busy_lease_defers_the_surge_and_a_renewal_never_waits(
     world: World, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -21,6 +21,7 @@ from ..core.errors import SurgeReportError as SurgeReportError
 from .bucket import Drain
 from .holds import Holding, level
 from .names import MAX_TABLE_QUOTA
+from .policy import SMALL_RAISE, capacity_units
 from .surge_report import CLOCK_SKEW_SECONDS, FRESH_SECONDS, DimensionReport
 
 SURGE_AT = 1.0
@@ -156,7 +157,10 @@ def surge_level(
     The level brings the demand to ``target_utilization``; a first surge adds at least a
     unit over ``provisioned``; it is never over ``max_capacity`` (the construct's limit)
     or ``base`` + ``cap`` (the surge cap), and never below ``held``: a due surge whose
-    level is ``held`` is renewed, not raised."""
+    level is ``held`` is renewed, not raised. Nor is a surge raised by less than
+    `SMALL_RAISE` of what it holds while nothing is throttled (the autopilot's own rule):
+    the update would keep the table busy for minutes, and a raise of its other dimension,
+    or of a GSI, that comes meanwhile would have to wait for it."""
     if not 0 < share <= 1:
         raise ValueError(f"share: got {share!r}; expected a number over 0, at most 1")
     base = provisioned if base is None else base
@@ -176,6 +180,8 @@ def surge_level(
         want = min(want, base + cap)
     want = min(want, max_capacity)
     if held:
+        if not throttled and want < capacity_units(held * (1 + SMALL_RAISE)):
+            return held
         return max(want, held)
     return want if want > provisioned else None
 

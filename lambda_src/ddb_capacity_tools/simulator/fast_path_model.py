@@ -22,8 +22,8 @@ What the model assumes (``ModelParams.fast_path_seconds`` S and ``fast_path_shar
   scaling then keeps (``AutoScaling.surge``); without one, it is an UpdateTable, and the
   scaler's tick does not lower the dimension below it while it holds;
 - a surge is renewed while its dimension's demand would drain the capacity it falls
-  back to (or throttles), and raised further only when the reports ask for more than it
-  holds; it expires `DEFAULT_SURGE_MINUTES`
+  back to (or throttles), and raised further only when the reports ask for a step more
+  than it holds (`surge_level`: 10 %, unless they throttle); it expires `DEFAULT_SURGE_MINUTES`
   minutes after the last minute that called for it, and ends at the next restore
   (every `RESTORE_MINUTES`, the restorer's default); it is not renewed
   `SURGE_LIFETIME_MINUTES` after its first raise,
@@ -269,7 +269,7 @@ class FastPath:
             drain = self._drain(sim, key, source, combined, now)  # every look counts
             # the capacity in force, as DescribeTable shows it (an update in flight is not)
             provisioned, held = sim.dims[key].provisioned, self.floor(key, t)
-            if not held and sim.busy(key[0], t):
+            if not held and sim.busy(key[0], t, source.second):
                 continue  # UPDATING: no surge starts
             if held and t - self.holds[key][3] >= SURGE_LIFETIME_MINUTES:
                 continue  # it has lasted its longest: it expires, and may start again

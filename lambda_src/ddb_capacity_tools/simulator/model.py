@@ -175,10 +175,18 @@ class SimulatedTable:
         self.rng = random.Random(params.model_seed)  # noqa: S311 (a reproducible model, not a secret)
         self.ledgers: dict[str | None, DecreaseLedger] = {k[0]: DecreaseLedger() for k in self.keys}
         self.busy_until: dict[str | None, int] = {}
+        """Per table or GSI, the second of the run (minute x 60 + second) its update in flight
+        lands at: UPDATING before it (`busy`)."""
         self.apply_at: dict[str | None, int] = {}
         self.mid: dict[str | None, int] = {}
         """Of the changes in ``apply_at``, those that land that many seconds into their minute (the
         fast path's), not at its start."""
+        self.landed: dict[str | None, tuple[list[tuple[int, dict[str, int]]], frozenset[str]]] = {}
+        """Per table or GSI, the changes that landed seconds into the minute under way when
+        another UpdateTable was sent later in it: each the second it landed at and the values
+        then in force, and the dimensions the latest update changes (`_land_first`). The
+        minute is served with each from its second (`end_minute`); the last is applied at the
+        minute's end."""
         self.rejected_decreases = {k: 0 for k in self.keys}
         self._refused: dict[str | None, tuple[DecreaseLedger, int]] = {}
         """Per table or GSI, its ledger when it last refused a decrease, and the minute until
@@ -448,8 +456,11 @@ class SimulatedTable:
 
     # ------------------------------------------------------------------ DynamoDB API
 
-    def busy(self, index: str | None, t: int) -> bool:
-        return t < self.busy_until.get(index, -(10**9))
+    def busy(self, index: str | None, t: int, second: int = 0) -> bool:
+        """Whether ``index`` is UPDATING ``second`` seconds into minute ``t``: an update in
+        flight lands later (a change landing seconds into a minute leaves the table ACTIVE
+        from that second)."""
+        return t * 60 + second < self.busy_until.get(index, -(10**9))
 
     def current(self, key: Key) -> int:
         """Provisioned capacity, or the value an UpdateTable in flight will set."""
@@ -463,16 +474,18 @@ class SimulatedTable:
         (an update is in flight) or ``quota`` (a decrease over the quota). ``second``: sent
         that many seconds (0 to 59) into minute ``t``; it lands as many seconds into its
         minute, which is then served in two parts (`end_minute`)."""
-        if self.busy(index, t):
+        if self.busy(index, t, second):
             return "in-use"
         lo, hi, dims = self.params.min_capacity, self.params.max_capacity, self.dims
+        landed = self.mid.get(index) if self.apply_at.get(index) == t else None
+        now = self._landed_values(index) if landed is not None else {}
         changes: dict[str, int] = {}
         lower = False
         for dim, value in values.items():
             v = int(value)
             v = v if v < hi else hi  # max(lo, min(hi, v)), as conditionals
             v = v if v > lo else lo
-            provisioned = dims[(index, dim)].provisioned
+            provisioned = now.get(dim, dims[(index, dim)].provisioned)
             if v != provisioned:
                 changes[dim] = v
                 lower = lower or v < provisioned
@@ -480,10 +493,13 @@ class SimulatedTable:
             return "applied"
         if lower and not self._spend_decrease(t, index, changes):
             return "quota"
+        if landed is not None:  # an earlier change landed this minute, at that second
+            steps = self.landed[index][0] if index in self.landed else []
+            self.landed[index] = ([*steps, (landed, now)], frozenset(changes))
         for dim, v in changes.items():
             self.dims[(index, dim)].pending = v
         latency, second = self._latency(index, changes, lower, second)
-        self.busy_until[index] = t + latency + (1 if second else 0)
+        self.busy_until[index] = (t + latency) * 60 + second
         self.apply_at[index] = t + latency
         if second:
             self.mid[index] = second
@@ -538,10 +554,11 @@ class SimulatedTable:
         a draw from 0 to ``update_spread_minutes`` (and at a minute's start)."""
         p, dims = self.params, self.dims
         quick = p.warm_update_seconds
+        landed = self.landed[index][0][-1][1] if index in self.landed else {}
         if (
             quick is not None
             and not lower
-            and all(v <= dims[(index, d)].warm for d, v in changes.items())
+            and all(v <= max(dims[(index, d)].warm, landed.get(d, 0)) for d, v in changes.items())
         ):
             return divmod(second + quick, 60)
         latency = p.update_minutes
@@ -549,22 +566,45 @@ class SimulatedTable:
             latency += self.rng.randint(0, p.update_spread_minutes)
         return latency, second
 
+    def _landed_values(self, index: str | None) -> dict[str, int]:
+        """``index``'s changes in flight (each dimension's value), as they land."""
+        return {
+            k[1]: d.pending for k, d in self.dims.items() if k[0] == index and d.pending is not None
+        }
+
     def _apply(self, index: str | None, t: int) -> None:
         self.apply_at.pop(index, None)
         self.mid.pop(index, None)
+        self.landed.pop(index, None)
         for key in self.keys:
             d = self.dims[key]
             if key[0] != index or d.pending is None:
                 continue
-            if d.pending > d.provisioned:
-                d.last_increase = self.time(t)
-                d.warm = d.warm if d.warm > d.pending else float(d.pending)
-                if self.partitions is not None:
-                    self.partitions[index].grow(key[1], d.pending)
-            elif d.pending < d.provisioned:
-                d.decreases += 1 if t >= self.score_from else 0
-            d.provisioned, d.pending = d.pending, None
-            d.bucket = min(d.bucket, self.params.burst * d.provisioned)
+            self._set(d, d.pending, t)
+            d.pending = None
+
+    def _set(self, d: SimulatedDimension, value: int, t: int) -> None:
+        """``d``'s capacity becomes ``value`` at minute ``t``'s end (or start)."""
+        if value > d.provisioned:
+            d.last_increase = self.time(t)
+            d.warm = d.warm if d.warm > value else float(value)
+            if self.partitions is not None:
+                self.partitions[d.key[0]].grow(d.key[1], value)
+        elif value < d.provisioned:
+            d.decreases += 1 if t >= self.score_from else 0
+        d.provisioned = value
+        d.bucket = min(d.bucket, self.params.burst * d.provisioned)
+
+    def _land_first(self, index: str | None, t: int) -> None:
+        """At minute ``t``'s end, the change that landed in it before a later one was sent
+        (`landed`): applied, the later one still in flight."""
+        steps, later = self.landed.pop(index)
+        values = steps[-1][1]
+        for dim, value in values.items():
+            d = self.dims[(index, dim)]
+            self._set(d, value, t)
+            if dim not in later:
+                d.pending = None
 
     # ------------------------------------------------------------------ the minute
 
@@ -581,11 +621,16 @@ class SimulatedTable:
         minute = t if t > 0 else 0  # the warm-up repeats the trace's first minute
         parts = self.partitions
         landing = {i: s for i, s in self.mid.items() if self.apply_at[i] == t} if self.mid else {}
+        landed = self.landed
         for d, demand in self._served:
             wanted, provisioned = demand[minute], d.provisioned
             if parts is not None:  # the hot partition refuses first (key-range throttles)
                 wanted -= self._refused_by_key_range(d, parts, wanted, minute)
-            if landing and d.key[0] in landing:
+            if landed and d.key[0] in landed:
+                served, throttled, provisioned = self._serve_in_parts(
+                    d, wanted, landed[d.key[0]], landing.get(d.key[0])
+                )
+            elif landing and d.key[0] in landing:
                 served, throttled = self._serve_in_two(d, wanted, landing[d.key[0]])
                 provisioned = d.provisioned if d.pending is None else d.pending
             else:
@@ -620,6 +665,8 @@ class SimulatedTable:
                 d.throttles_visible_at.append(t + 1 + p.throttle_delay_minutes + jitter)
         for index in landing:
             self._apply(index, t)
+        for index in list(landed):  # a later change still in flight
+            self._land_first(index, t)
         self._end_partitions()
 
     def _end_partitions(self) -> None:
@@ -641,6 +688,34 @@ class SimulatedTable:
         d.bucket = rest[2]
         served = (first[0] * second + rest[0] * (60 - second)) / 60.0
         return served, (first[1] * second + rest[1] * (60 - second)) / 60.0
+
+    def _serve_in_parts(
+        self,
+        d: SimulatedDimension,
+        wanted: float,
+        landed: tuple[list[tuple[int, dict[str, int]]], frozenset[str]],
+        second: int | None,
+    ) -> tuple[float, float, int]:
+        """Serve a minute in which changes landed seconds in (``landed``, `landed`) before
+        another was sent: the capacity before them until the first, each after its second,
+        and from ``second`` on (None: it lands in a later minute) the latest change's.
+        Returns the minute's served and refused units per second, and the capacity at its
+        end."""
+        steps = [(0, d.provisioned)]
+        for at, values in landed[0]:
+            steps.append((at, values.get(d.key[1], steps[-1][1])))
+        if second is not None:
+            steps.append((second, d.pending if d.pending is not None else steps[-1][1]))
+        ends = [s for s, _ in steps[1:]] + [60]
+        bucket, served, refused = d.bucket, 0.0, 0.0
+        for (start, capacity), end in zip(steps, ends, strict=True):
+            if end > start:
+                part = _serve(wanted, capacity, bucket, self._burst, float(end - start))
+                served += part[0] * (end - start)
+                refused += part[1] * (end - start)
+                bucket = part[2]
+        d.bucket = bucket
+        return served / 60.0, refused / 60.0, steps[-1][1]
 
     def _refused_by_key_range(
         self,
