@@ -189,6 +189,25 @@ def test_three_changes_of_a_minute_are_served_each_from_its_second() -> None:
     assert not sim.busy(None, 0, 25) and not sim.busy(None, 1)
 
 
+def test_a_change_landing_at_the_next_minutes_start_serves_all_of_it() -> None:
+    # GIVEN a write raise landing 5 s into minute 0 (sent at its start, within the warm
+    # throughput), then another sent 55 s in, landing at minute 1's very start
+    sim = _two_dimensions(warm_update_seconds=5)
+    sim.dims[WRITE].warm = 1_000.0
+    sim.begin_minute(0)
+    assert sim.update_table(0, None, {"write": 80}) == "applied"
+    assert sim.update_table(0, None, {"write": 100}, second=55) == "applied"
+    sim.end_minute(0)
+    w = sim.dims[WRITE]
+    assert w.served[0] == pytest.approx((50 * 5 + 80 * 55) / 60)
+    assert (w.provisioned, w.pending) == (80, 100)
+    # THEN minute 1 is served at 100 from its start, not from the first change's second
+    sim.begin_minute(1)
+    assert w.provisioned == 100
+    sim.end_minute(1)
+    assert w.served[1] == pytest.approx(100)
+
+
 def test_the_bucket_carries_over_inside_a_minute() -> None:
     trace = _step(200.0, 200.0, minutes=3)
     params = ModelParams(warmup_minutes=0, burst_seconds=300, update_minutes=0)

@@ -503,8 +503,10 @@ class SimulatedTable:
         self.apply_at[index] = t + latency
         if second:
             self.mid[index] = second
-        elif latency == 0:
-            self._apply(index, t)
+        else:  # at a minute's start (a change that landed earlier in this one is in `landed`)
+            self.mid.pop(index, None)
+            if latency == 0:
+                self._apply(index, t)
         return "applied"
 
     def _spend_decrease(self, t: int, index: str | None, changes: Mapping[str, int]) -> bool:
