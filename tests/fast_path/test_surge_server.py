@@ -16,6 +16,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.awsrequest import AWSResponse
 from botocore.stub import Stubber
 
 from ddb_capacity_runtime.aws import combiner
@@ -407,6 +408,39 @@ def test_a_raise_of_less_than_a_step_over_the_surge_is_a_renewal(world: World) -
     (row,) = send(world, event, served(name))["dimensions"]
     assert (row["status"], row["to"]) == ("applied", 473)
     assert world.throughput(name) == (50, 473)
+
+
+def test_a_raise_refused_for_an_update_under_way_is_sent_again_at_the_next_report(
+    world: World,
+) -> None:
+    # GIVEN a surge to 286, then a report asking for 429 whose UpdateTable DynamoDB refuses
+    # once (ResourceInUseException: another update of the table under way)
+    name = a_table(world, "InUse")
+    send(world, report(name, write(200)), served(name))
+    refused: list[str] = []
+
+    def in_use(**_: Any) -> tuple[AWSResponse, dict[str, Any]] | None:
+        if refused:
+            return None
+        refused.append("UpdateTable")
+        error = {"Code": "ResourceInUseException", "Message": "Attempt to change a resource"}
+        return AWSResponse("", 400, {}, None), {"Error": error, "ResponseMetadata": {}}
+
+    event = "before-call.dynamodb.UpdateTable"
+    world.clients.dynamodb.meta.events.register(event, in_use)
+    try:
+        later = time.time() + 1
+        (row,) = send(world, report(name, write(300), sent=later), served(name))["dimensions"]
+    finally:
+        world.clients.dynamodb.meta.events.unregister(event, in_use)
+    # THEN the surge is held at 429 but the table stays at 286 (deferred, not failed)
+    assert refused and row["status"] == "deferred"
+    assert surge_of(world, name) is not None and world.throughput(name) == (50, 286)
+    # WHEN the next report asks for the same
+    event2 = report(name, write(300), sent=later + 1)
+    (row,) = send(world, event2, served(name))["dimensions"]
+    # THEN it is not taken as a renewal of what is held: the raise is sent again
+    assert row["status"] == "applied" and world.throughput(name) == (50, 429)
 
 
 def test_a_busy_lease_defers_the_surge_and_a_renewal_never_waits(
