@@ -405,3 +405,24 @@ def test_a_surge_brings_demand_to_the_target_exactly_without_a_unit_more() -> No
     assert surge_level(demand(21.0), 10, 0.7, 40_000) == 30
     # and 21.1 need 31 (a unit started is a unit)
     assert surge_level(demand(21.1), 10, 0.7, 40_000) == 31
+
+
+@pytest.mark.parametrize(
+    ("demand", "unknown", "target", "level_now"),
+    [
+        (720.0, 0.0, 0.7, 1_000),  # 1,029 asked: under a step (1,100), renewed
+        (800.0, 0.0, 0.7, 1_143),  # a step and more: raised
+        (720.0, 5.0, 0.7, 1_029),  # throttled (of no known cause): raised for any step
+        (980.0, 0.0, 0.9, 1_089),  # near the capacity held (a blind signal may be pinned)
+        (940.0, 0.0, 0.9, 1_000),  # 1,045 asked, under 95 % of it: renewed
+    ],
+)
+def test_a_held_surge_is_raised_by_a_step_or_when_throttled_or_near_its_capacity(
+    demand: float, unknown: float, target: float, level_now: int
+) -> None:
+    # GIVEN a surge holding 1,000 units (from 100) and what the reports now show
+    seen = Combined(demand, 0.0, 0.0, 1, demand, unknown)
+    # WHEN the rule sizes it again
+    level = surge_level(seen, 1_000, target, 40_000, held=1_000, base=100)
+    # THEN it keeps its level unless asked for a step more, throttled, or near its capacity
+    assert level == level_now

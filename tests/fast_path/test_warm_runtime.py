@@ -360,8 +360,10 @@ def test_the_simulators_fast_path_spends_the_default_budget() -> None:
     # (the bucket not known, and no demand DynamoDB measured: a lie's view)
     unseen = (Drain(None, None, 60), 0.0)
     # WHEN three surges start from 1,000 within an hour
-    levels = [fast._level(sim, WRITE, lie, 0.7, (0, 1_000), at, unseen) for at in (0, 600, 1_200)]
+    levels = [
+        fast._level(sim, WRITE, lie, 0.7, (0, 1_000), (at, 1_000), unseen) for at in (0, 600, 1_200)
+    ]
     # THEN the first two add 3,000 each (the cap) and the third finds the budget spent
     assert levels == [4_000, 4_000, None]
     # AND a new window, an hour on, allows a surge again
-    assert fast._level(sim, WRITE, lie, 0.7, (0, 1_000), 3_600, unseen) == 4_000
+    assert fast._level(sim, WRITE, lie, 0.7, (0, 1_000), (3_600, 1_000), unseen) == 4_000

@@ -24,6 +24,7 @@ from ddb_capacity_runtime.core.surge import (
 from ddb_capacity_tools.cli import main
 from ddb_capacity_tools.simulator import ModelError, ModelParams, Prices, parse, scenario
 from ddb_capacity_tools.simulator.ensemble import settings_of
+from ddb_capacity_tools.simulator.fast_path_model import FastPath, Source
 from ddb_capacity_tools.simulator.model import SimulatedTable
 from ddb_capacity_tools.simulator.run import run_policy
 from ddb_capacity_tools.simulator.scenarios import START
@@ -206,6 +207,26 @@ def test_a_change_landing_at_the_next_minutes_start_serves_all_of_it() -> None:
     assert w.provisioned == 100
     sim.end_minute(1)
     assert w.served[1] == pytest.approx(100)
+
+
+def test_a_look_later_in_a_minute_sees_the_capacity_that_landed_in_it() -> None:
+    # GIVEN writes of 100 units/s on 50, no bucket, and a raise to 200 landing 5 s into
+    # minute 1
+    trace = _step(100.0, 100.0, minutes=5)
+    params = ModelParams(warmup_minutes=0, burst_seconds=0, update_minutes=1, fast_path_seconds=20)
+    sim = SimulatedTable(trace, params.validate(), {WRITE: 50})
+    sim.begin_minute(0)
+    assert sim.update_table(0, None, {"write": 200}, second=5) == "applied"
+    sim.end_minute(0)
+    sim.begin_minute(1)
+    # WHEN the hook's reports of minute 1 are read 20 s into it
+    seen = FastPath(params).seen(sim, WRITE, 1, Source(0, 20, 1.0, False))
+    # THEN they show the 5 s at 50 refused (50 a second over 5 of 20 s), not 20 s of it,
+    # and DescribeTable's capacity then is the new one
+    assert seen is not None
+    assert seen.throttled == pytest.approx(50 * 5 / 20)
+    assert seen.consumed == pytest.approx(100 - 50 * 5 / 20)
+    assert sim.in_force(WRITE, 1, 20) == 200 and sim.in_force(WRITE, 1, 4) == 50
 
 
 def test_the_bucket_carries_over_inside_a_minute() -> None:

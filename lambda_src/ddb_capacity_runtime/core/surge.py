@@ -27,6 +27,10 @@ from .surge_report import CLOCK_SKEW_SECONDS, FRESH_SECONDS, DimensionReport
 SURGE_AT = 1.0
 """A surge is due when the estimated demand reaches this share of the provisioned capacity (the
 burst bucket starts to drain at 1.0), or when provisioned-throughput throttles appear."""
+NEAR_CAPACITY = 0.95
+"""A held surge whose demand is at least this share of what it holds is raised for any step
+(`surge_level`): a signal blind to refusals (the stream, whose units are estimated from its
+records) may read a dimension pinned at its capacity a few percent under it."""
 MIN_SEEN_SHARE = 0.1
 """The smallest share of the traffic a throttled dimension's reports are taken to make
 (`surge_level`): a surge sized from them is at most 1 / this x their demand."""
@@ -157,10 +161,8 @@ def surge_level(
     The level brings the demand to ``target_utilization``; a first surge adds at least a
     unit over ``provisioned``; it is never over ``max_capacity`` (the construct's limit)
     or ``base`` + ``cap`` (the surge cap), and never below ``held``: a due surge whose
-    level is ``held`` is renewed, not raised. Nor is a surge raised by less than
-    `SMALL_RAISE` of what it holds while nothing is throttled (the autopilot's own rule):
-    the update would keep the table busy for minutes, and a raise of its other dimension,
-    or of a GSI, that comes meanwhile would have to wait for it."""
+    level is ``held`` is renewed, not raised; so is one that asks for less than a step more
+    (`_held_level`)."""
     if not 0 < share <= 1:
         raise ValueError(f"share: got {share!r}; expected a number over 0, at most 1")
     base = provisioned if base is None else base
@@ -180,10 +182,19 @@ def surge_level(
         want = min(want, base + cap)
     want = min(want, max_capacity)
     if held:
-        if not throttled and want < capacity_units(held * (1 + SMALL_RAISE)):
-            return held
-        return max(want, held)
+        return _held_level(want, held, demand, throttled)
     return want if want > provisioned else None
+
+
+def _held_level(want: int, held: int, demand: float, throttled: bool) -> int:
+    """A held surge's level for ``want``: ``held`` when ``want`` is no more, or less than
+    `SMALL_RAISE` more (the autopilot's own step) while nothing is throttled and the demand
+    is under `NEAR_CAPACITY` of it: the update would keep the table busy for minutes, and a
+    raise of its other dimension, or of a GSI, that comes meanwhile would wait for it."""
+    if want <= held:
+        return held
+    small = want < capacity_units(held * (1 + SMALL_RAISE))
+    return held if small and not throttled and demand < NEAR_CAPACITY * held else want
 
 
 def surge_room(

@@ -157,10 +157,7 @@ class FastPath:
             wanted = sim.trace.demand[key][minute]
             key_range = sim.key_range_refusal(key, wanted, minute)
             fixable = wanted - key_range
-            seconds = float(source.second)
-            bucket = min(d.bucket, sim.params.burst * d.provisioned)
-            short = max(0.0, (fixable - d.provisioned) * seconds - bucket) / seconds
-            served = fixable - short
+            served, short = sim.so_far(key, fixable, m, source.second)
         if source.stream:  # what was written, and nothing of what was refused
             return Combined(served, 0.0, 0.0, 1, served)
         return Combined(
@@ -179,17 +176,22 @@ class FastPath:
         return max(served[max(0, end - TRUSTED_MINUTES) : max(0, end)], default=0.0)
 
     def _drain(
-        self, sim: SimulatedTable, key: Key, source: Source, combined: Combined, now: int
+        self,
+        sim: SimulatedTable,
+        key: Key,
+        source: Source,
+        combined: Combined,
+        now: tuple[int, int],
     ) -> Drain:
-        """The bucket rule's view of ``key`` at ``now``: its estimate advanced by what
-        ``source`` saw consumed."""
+        """The bucket rule's view of ``key`` at ``now`` (seconds into the run, and the
+        capacity in force then): its estimate advanced by what ``source`` saw consumed."""
         d = sim.dims[key]
-        mine, provisioned = (key, source.stream), int(d.provisioned)
+        mine, provisioned = (key, source.stream), now[1]
         # the hook's throttles show the bucket empty; the stream sees none (`Drain.blind`)
         refused = not source.stream and (combined.throttled > 0 or combined.unknown > 0)
-        bucket = advance(self.buckets.get(mine), provisioned, combined.consumed, now, refused)
+        bucket = advance(self.buckets.get(mine), provisioned, combined.consumed, now[0], refused)
         self.buckets[mine] = bucket
-        warm = int(d.warm) if self.warm_known else None
+        warm = max(int(d.warm), provisioned) if self.warm_known else None
         return Drain(bucket, warm, LOOK_SECONDS, blind=source.stream)
 
     def _level(
@@ -199,19 +201,18 @@ class FastPath:
         combined: Combined,
         target: float,
         stands: tuple[int, int],
-        now: int,
+        now: tuple[int, int],
         seen: tuple[Drain, float],
     ) -> int | None:
-        """The signals function's level for ``key`` at ``now`` (seconds into the run),
-        its surge ``stands`` (the level held, the capacity it falls back to) and what it
-        ``seen`` of the dimension (the bucket rule's view, the trusted demand): the rule
-        within the surge cap, then within what the dimension's budget window leaves (the
-        units it adds spent from it)."""
-        (held, base), (drain, trusted) = stands, seen
-        warm = int(sim.dims[key].warm) if self.warm_known else None
-        window = budget_window(self.budgets.get(key), now, base)
+        """The signals function's level for ``key`` at ``now`` (seconds into the run,
+        and the capacity in force then), its surge ``stands`` (the level held, the
+        capacity it falls back to) and what it ``seen`` of the dimension (the bucket rule's
+        view, the trusted demand): the rule within the surge cap, then within what the
+        dimension's budget window leaves (the units it adds spent from it)."""
+        (held, base), (drain, trusted), (at, provisioned) = stands, seen, now
+        warm = max(int(sim.dims[key].warm), provisioned) if self.warm_known else None
+        window = budget_window(self.budgets.get(key), at, base)
         room = cap_room(base, window.level, self.cap, self.scale, warm, trusted)
-        provisioned = sim.dims[key].provisioned
         level = surge_level(
             combined,
             provisioned,
@@ -265,10 +266,10 @@ class FastPath:
             combined = self.seen(sim, key, t - source.delay, source)
             if combined is None:
                 continue
-            now = t * 60 + source.second
-            drain = self._drain(sim, key, source, combined, now)  # every look counts
             # the capacity in force, as DescribeTable shows it (an update in flight is not)
-            provisioned, held = sim.dims[key].provisioned, self.floor(key, t)
+            provisioned, held = sim.in_force(key, t, source.second), self.floor(key, t)
+            now = (t * 60 + source.second, provisioned)
+            drain = self._drain(sim, key, source, combined, now)  # every look counts
             if not held and sim.busy(key[0], t, source.second):
                 continue  # UPDATING: no surge starts
             if held and t - self.holds[key][3] >= SURGE_LIFETIME_MINUTES:

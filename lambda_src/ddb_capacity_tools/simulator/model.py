@@ -27,11 +27,12 @@ throughput (the highest capacity it has ever had provisioned, or ``warm_*_units`
 higher: its partitions already serve it) lands ``warm_update_seconds`` after it is sent
 instead ("Understanding DynamoDB warm throughput in different scenarios": a provisioned
 table "can instantly scale" up to its warm throughput); the minute it lands in is served
-in two parts. ``warm_update_seconds`` None turns that off: every change takes
-``update_minutes``. Draws come from one random generator seeded with ``model_seed``,
-so a run is reproducible. Decreases are checked against
-the run-time `DecreaseLedger` when requested, as DynamoDB does: one over the quota
-fails. Read and write of the table (or of one GSI) share a decrease counter.
+in parts, each at the capacity in force, and the table is ACTIVE again from that second
+(another change may be sent later in the minute). ``warm_update_seconds`` None turns that
+off: every change takes ``update_minutes``. Draws come from one random generator seeded
+with ``model_seed``, so a run is reproducible. Decreases are checked against the run-time
+`DecreaseLedger` when requested, as DynamoDB does: one over the quota fails. Read and
+write of the table (or of one GSI) share a decrease counter.
 
 Both kinds of throttle events are published together, with the same delays; a
 throttle-aware policy reads them by cause as the scaler Lambda does. The hot partition
@@ -491,7 +492,7 @@ class SimulatedTable:
                 lower = lower or v < provisioned
         if not changes:
             return "applied"
-        if lower and not self._spend_decrease(t, index, changes):
+        if lower and not self._spend_decrease(t, index, changes, second):
             return "quota"
         if landed is not None:  # an earlier change landed this minute, at that second
             steps = self.landed[index][0] if index in self.landed else []
@@ -509,9 +510,12 @@ class SimulatedTable:
                 self._apply(index, t)
         return "applied"
 
-    def _spend_decrease(self, t: int, index: str | None, changes: Mapping[str, int]) -> bool:
+    def _spend_decrease(
+        self, t: int, index: str | None, changes: Mapping[str, int], second: int = 0
+    ) -> bool:
         """Spend one of ``index``'s decreases at minute ``t`` if the quota allows (True);
-        else count each lowered dimension's refused decrease (from ``score_from`` on)."""
+        else count each lowered dimension's refused decrease (from ``score_from`` on), sent
+        ``second`` seconds in."""
         ledger = self.ledgers[index]
         refused = self._refused.get(index)
         if refused is None or refused[0] is not ledger or t >= refused[1]:
@@ -521,7 +525,7 @@ class SimulatedTable:
                 return True
             self._refused[index] = (ledger, self._refused_until(ledger, t))
         for dim, v in changes.items():
-            if v < self.dims[(index, dim)].provisioned and t >= self.score_from:
+            if v < self.in_force((index, dim), t, second) and t >= self.score_from:
                 self.rejected_decreases[(index, dim)] += 1
         return False
 
@@ -553,20 +557,63 @@ class SimulatedTable:
         """Minutes until ``changes`` (sent ``second`` seconds into the minute) land, and the
         second of that minute they land at: a raise within every changed dimension's warm
         throughput in ``warm_update_seconds``, any other change in ``update_minutes`` plus
-        a draw from 0 to ``update_spread_minutes`` (and at a minute's start)."""
+        a draw from 0 to ``update_spread_minutes``, landing at the second it was sent. A
+        change that landed earlier in the minute (`landed`) counts as provisioned."""
         p, dims = self.params, self.dims
         quick = p.warm_update_seconds
-        landed = self.landed[index][0][-1][1] if index in self.landed else {}
+        steps = self.landed[index][0] if index in self.landed else []
         if (
             quick is not None
             and not lower
-            and all(v <= max(dims[(index, d)].warm, landed.get(d, 0)) for d, v in changes.items())
+            and all(
+                v <= max([dims[(index, d)].warm] + [values.get(d, 0) for _, values in steps])
+                for d, v in changes.items()
+            )
         ):
             return divmod(second + quick, 60)
         latency = p.update_minutes
         if p.update_spread_minutes:
             latency += self.rng.randint(0, p.update_spread_minutes)
         return latency, second
+
+    def in_force(self, key: Key, t: int, second: int) -> int:
+        """``key``'s capacity in force ``second`` seconds into minute ``t`` (the minute
+        under way), as DescribeTable shows it then: a change that landed by then in the
+        minute counts (the one in flight, or those in `landed`), else what is
+        provisioned."""
+        index, d = key[0], self.dims[key]
+        landing = self.mid.get(index) if self.apply_at.get(index) == t else None
+        if landing is not None and landing <= second and d.pending is not None:
+            return d.pending
+        steps = self.landed[index][0] if index in self.landed else ()
+        for _, values in reversed(steps):
+            if key[1] in values:
+                return values[key[1]]
+        return d.provisioned
+
+    def so_far(self, key: Key, wanted: float, t: int, second: int) -> tuple[float, float]:
+        """What ``key`` serves of ``wanted`` units a second over the first ``second``
+        seconds (at least 1) of minute ``t``, the minute under way, and what it refuses,
+        per second: each part at the capacity in force then (a change that landed in them
+        counts), the burst bucket carried over."""
+        d, index = self.dims[key], key[0]
+        steps = [(0, d.provisioned)]
+        for at, values in self.landed[index][0] if index in self.landed else ():
+            steps.append((at, values.get(key[1], steps[-1][1])))
+        landing = self.mid.get(index) if self.apply_at.get(index) == t else None
+        if landing is not None and d.pending is not None:
+            steps.append((landing, d.pending))
+        steps = [(at, capacity) for at, capacity in steps if at < second]
+        ends = [at for at, _ in steps[1:]] + [second]
+        bucket, served, refused = d.bucket, 0.0, 0.0
+        for (start, capacity), end in zip(steps, ends, strict=True):
+            part = _serve(wanted, capacity, bucket, self._burst, float(end - start))
+            served, refused, bucket = (
+                served + part[0] * (end - start),
+                refused + part[1] * (end - start),
+                part[2],
+            )
+        return served / second, refused / second
 
     def _landed_values(self, index: str | None) -> dict[str, int]:
         """``index``'s changes in flight (each dimension's value), as they land."""
@@ -577,16 +624,19 @@ class SimulatedTable:
     def _apply(self, index: str | None, t: int) -> None:
         self.apply_at.pop(index, None)
         self.mid.pop(index, None)
-        self.landed.pop(index, None)
+        if index in self.landed:  # each change that landed before, in order
+            self._land_steps(index, self.landed.pop(index)[0], t)
         for key in self.keys:
             d = self.dims[key]
             if key[0] != index or d.pending is None:
                 continue
             self._set(d, d.pending, t)
             d.pending = None
+            d.bucket = min(d.bucket, self.params.burst * d.provisioned)
 
     def _set(self, d: SimulatedDimension, value: int, t: int) -> None:
-        """``d``'s capacity becomes ``value`` at minute ``t``'s end (or start)."""
+        """``d``'s capacity becomes ``value`` at minute ``t``'s end (or start); its burst
+        bucket is the caller's (a minute served in parts carried it over each)."""
         if value > d.provisioned:
             d.last_increase = self.time(t)
             d.warm = d.warm if d.warm > value else float(value)
@@ -595,18 +645,25 @@ class SimulatedTable:
         elif value < d.provisioned:
             d.decreases += 1 if t >= self.score_from else 0
         d.provisioned = value
-        d.bucket = min(d.bucket, self.params.burst * d.provisioned)
 
     def _land_first(self, index: str | None, t: int) -> None:
         """At minute ``t``'s end, the change that landed in it before a later one was sent
         (`landed`): applied, the later one still in flight."""
         steps, later = self.landed.pop(index)
-        values = steps[-1][1]
-        for dim, value in values.items():
+        self._land_steps(index, steps, t)
+        for dim in steps[-1][1]:
             d = self.dims[(index, dim)]
-            self._set(d, value, t)
+            d.bucket = min(d.bucket, self.params.burst * d.provisioned)
             if dim not in later:
                 d.pending = None
+
+    def _land_steps(
+        self, index: str | None, steps: Sequence[tuple[int, dict[str, int]]], t: int
+    ) -> None:
+        """Each of ``index``'s changes that landed in minute ``t`` (`landed`), in order."""
+        for _, values in steps:
+            for dim, value in values.items():
+                self._set(self.dims[(index, dim)], value, t)
 
     # ------------------------------------------------------------------ the minute
 
@@ -622,19 +679,13 @@ class SimulatedTable:
         burst, attempts, spread = self._burst, self._attempts, p.delay_spread_minutes
         minute = t if t > 0 else 0  # the warm-up repeats the trace's first minute
         parts = self.partitions
-        landing = {i: s for i, s in self.mid.items() if self.apply_at[i] == t} if self.mid else {}
-        landed = self.landed
+        landing, changing = self._changing(t)
         for d, demand in self._served:
             wanted, provisioned = demand[minute], d.provisioned
             if parts is not None:  # the hot partition refuses first (key-range throttles)
                 wanted -= self._refused_by_key_range(d, parts, wanted, minute)
-            if landed and d.key[0] in landed:
-                served, throttled, provisioned = self._serve_in_parts(
-                    d, wanted, landed[d.key[0]], landing.get(d.key[0])
-                )
-            elif landing and d.key[0] in landing:
-                served, throttled = self._serve_in_two(d, wanted, landing[d.key[0]])
-                provisioned = d.provisioned if d.pending is None else d.pending
+            if changing and d.key[0] in changing:
+                served, throttled, provisioned = self._serve_changing(d, wanted, landing)
             else:
                 # _serve inline (a minute of each dimension: the hottest loop)
                 # (min and max of two, as conditionals: the same one is picked on a tie)
@@ -667,7 +718,7 @@ class SimulatedTable:
                 d.throttles_visible_at.append(t + 1 + p.throttle_delay_minutes + jitter)
         for index in landing:
             self._apply(index, t)
-        for index in list(landed):  # a later change still in flight
+        for index in list(self.landed):  # a later change still in flight
             self._land_first(index, t)
         self._end_partitions()
 
@@ -690,6 +741,27 @@ class SimulatedTable:
         d.bucket = rest[2]
         served = (first[0] * second + rest[0] * (60 - second)) / 60.0
         return served, (first[1] * second + rest[1] * (60 - second)) / 60.0
+
+    def _changing(self, t: int) -> tuple[dict[str | None, int], set[str | None]]:
+        """Of the tables and GSIs, those whose change lands seconds into minute ``t`` (and
+        that second), and those whose capacity changes in it (those, and `landed`)."""
+        if not self.mid and not self.landed:
+            return {}, set()
+        landing = {i: s for i, s in self.mid.items() if self.apply_at[i] == t}
+        return landing, set(landing) | set(self.landed)
+
+    def _serve_changing(
+        self, d: SimulatedDimension, wanted: float, landing: Mapping[str | None, int]
+    ) -> tuple[float, float, int]:
+        """Serve a minute in which ``d``'s table or GSI changes: changes that landed
+        before another was sent (`landed`), and the one landing at ``landing``'s second
+        this minute. Returns the minute's served and refused units per second, and the
+        capacity at its end."""
+        index = d.key[0]
+        if index in self.landed:
+            return self._serve_in_parts(d, wanted, self.landed[index], landing.get(index))
+        served, throttled = self._serve_in_two(d, wanted, landing[index])
+        return served, throttled, d.provisioned if d.pending is None else d.pending
 
     def _serve_in_parts(
         self,
