@@ -14,6 +14,7 @@ import dataclasses
 import math
 import re
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -26,6 +27,7 @@ from ddb_capacity_runtime.core.surge import TRUSTED_MINUTES, UNBOUNDED
 from ddb_capacity_runtime.core.surge_report import MAX_UNITS_PER_SECOND, parse_report
 from ddb_capacity_runtime.events import event_fields
 from ddb_capacity_runtime.fast_path.ledger import Ledger
+from ddb_capacity_runtime.fast_path.surge_raise import last_increase
 from ddb_capacity_runtime.fast_path.surge_settings import TRUSTED_LAG_MINUTES, SurgeSettings
 from ddb_capacity_runtime.requests import restore_expired
 from ddb_capacity_runtime.requests.broker import BrokerConfigError
@@ -648,3 +650,28 @@ def test_a_raise_that_changes_nothing_is_a_renewal_not_a_surge_applied(
     assert (row["status"], row["to"], row["changes"]) == ("renewed", 286, [])
     assert world.target_min(name, "write") == 286
     assert counted(capsys.readouterr().out, "SurgesApplied") == 0
+
+
+def test_the_capacitys_last_increase_is_read_as_untrusted() -> None:
+    now = datetime(2026, 5, 1, 12, 0, tzinfo=UTC).timestamp()
+
+    def described(at: object, index: str | None = None) -> dict[str, Any]:
+        throughput = {"ReadCapacityUnits": 5, "WriteCapacityUnits": 5, "LastIncreaseDateTime": at}
+        gsi = {"IndexName": "byUser", "ProvisionedThroughput": throughput}
+        return {
+            "TableName": "T",
+            "ProvisionedThroughput": throughput,
+            "GlobalSecondaryIndexes": [gsi],
+        }
+
+    a_minute_ago = datetime(2026, 5, 1, 11, 59, tzinfo=UTC)
+    assert last_increase(described(a_minute_ago), None, now) == now - 60
+    assert last_increase(described(a_minute_ago), "byUser", now) == now - 60
+    assert last_increase(described(a_minute_ago.replace(tzinfo=None)), None, now) == now - 60
+    # a time to come, a string, a number, nothing, an unknown index: not known
+    assert last_increase(described(datetime(2026, 5, 1, 12, 1, tzinfo=UTC)), None, now) is None
+    assert last_increase(described("2026-05-01T11:59:00Z"), None, now) is None
+    assert last_increase(described(now - 60), None, now) is None
+    assert last_increase({"TableName": "T"}, None, now) is None
+    assert last_increase({"TableName": "T", "ProvisionedThroughput": []}, None, now) is None
+    assert last_increase(described(a_minute_ago), "other", now) is None

@@ -443,6 +443,41 @@ def test_a_raise_refused_for_an_update_under_way_is_sent_again_at_the_next_repor
     assert row["status"] == "applied" and world.throughput(name) == (50, 429)
 
 
+@pytest.mark.parametrize("landed_after_the_report", [True, False])
+def test_throttles_reported_before_the_capacity_last_rose_are_not_counted(
+    world: World, landed_after_the_report: bool
+) -> None:
+    # GIVEN a surge to 286 (200 units/s at 70 %), and a report of 100 units/s served and
+    # as many refused: what the table served at its 100 units before the raise landed
+    name = a_table(world, "Landed")
+    send(world, report(name, write(200)), served(name))
+    sent = time.time() + 1
+    throttled = write(100, throttles={"provisioned": 1_000})
+    # WHEN DescribeTable says the capacity last rose after that report was sent (or before)
+    rose = datetime.fromtimestamp(sent + (1 if landed_after_the_report else -1), UTC)
+
+    def landed(parsed: dict[str, Any], **_: Any) -> None:
+        if parsed.get("Table", {}).get("TableName") == name:
+            parsed["Table"]["ProvisionedThroughput"]["LastIncreaseDateTime"] = rose
+
+    event = "after-call.dynamodb.DescribeTable"
+    world.clients.dynamodb.meta.events.register(event, landed)
+    try:
+        later: Callable[[], float] = lambda: sent + 5  # noqa: E731
+        answer = send(world, report(name, throttled, sent=sent), served(name), clock=later)
+    finally:
+        world.clients.dynamodb.meta.events.unregister(event, landed)
+    (row,) = answer["dimensions"]
+    if landed_after_the_report:
+        # THEN its throttles are set aside: its 200 units/s of demand need no more than the
+        # 286 held (they saw 100, not 286: counted, they would read as a share of 35 % of
+        # the traffic, and ask for nearly three times as much, up to the surge cap)
+        assert (row["status"], row["to"]) == ("renewed", 286)
+        assert world.throughput(name) == (50, 286)
+    else:  # sent after the raise landed: its throttles count, and size the surge
+        assert row["status"] == "applied" and row["to"] > 286
+
+
 def test_a_busy_lease_defers_the_surge_and_a_renewal_never_waits(
     world: World, capsys: pytest.CaptureFixture[str]
 ) -> None:

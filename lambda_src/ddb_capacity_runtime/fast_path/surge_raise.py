@@ -16,10 +16,13 @@ applied. Its baseline is the capacity before it, kept while the surge is recorde
 expired, until the restore ends it), so the surge cap counts from there and never again
 from a raise of its own. Later reports that still ask for it renew it at its level (its
 expiry pushed, without a control-plane call and without waiting for the lease), or raise
-it above; throttles reported before its last raise are not counted again (they saw the
-capacity before it). A surge lasts at most `SURGE_LIFETIME` from its first raise;
-it ends by itself ``surge_minutes`` after the last report that asked for it, through the
-restore that ends every expired hold. Nothing here lowers anything.
+it above by a step at least unless throttled or near its capacity (`core.surge`). Throttles
+reported before its last raise, or before the capacity last rose (DescribeTable's
+``LastIncreaseDateTime``: a raise above the warm throughput lands minutes after it is
+sent), are not counted again: they saw the capacity before it. A surge lasts at most
+`SURGE_LIFETIME` from its first raise; it ends by itself ``surge_minutes`` after the last
+report that asked for it, through the restore that ends every expired hold. Nothing here
+lowers anything.
 
 A report is untrusted: a malformed one (EMF ``ReportsRefused``, alarmed), or one for a
 table the function does not serve (``ReportsNotServed``), is refused (``report-refused`` in
@@ -435,17 +438,20 @@ def _surge(
     signal: Signal,
     read: tuple[Described, Deadline],
 ) -> dict[str, Any]:
-    """Raise ``d``'s dimension as far as the rule says, if it says so. Read the table and
-    the dimension's item; advance ``signal``'s bucket estimate (`keep_bucket`); look
-    (`core.surge.first_look`); take the lease only for a surge that is due, before the
-    deadline, and decide again on what is read under it."""
+    """Raise ``d``'s dimension as far as the rule says, if it says so. Read the table
+    (the reports' throttles counted only when sent after the surge's last raise and the
+    capacity's last increase, `last_increase`) and the dimension's item; advance
+    ``signal``'s bucket estimate (`keep_bucket`); look (`core.surge.first_look`); take
+    the lease only for a surge that is due, before the deadline, and decide again on what
+    is read under it."""
     table, d = dimension
     described, deadline = read
     where = {"table": table, "index": d.index, "dimension": d.dimension}
     now = ctx.clock()
-    combined = since_raise(found.rates.values(), found.mark.raised, now)
-    seen: dict[str, Any] = {"demand": round(combined.demand, 1), "processes": combined.processes}
     raw = described()
+    raised = _raised(found.mark.raised, last_increase(raw, d.index, now))
+    combined = since_raise(found.rates.values(), raised, now)
+    seen: dict[str, Any] = {"demand": round(combined.demand, 1), "processes": combined.processes}
     if raw.get("BillingModeSummary", {}).get("BillingMode") == "PAY_PER_REQUEST":
         return {**where, "status": "none", **seen}  # on demand: nothing to raise
     live = _first_live(ctx, store, (table, d), raw, found, combined, settings, signal)
@@ -472,6 +478,27 @@ def _surge(
     renewal = look.status == "renew" and not first.renews
     row = _apply(ctx, store, first, (status, deadline), renewal, settings)
     return {**where, **row, **seen}
+
+
+def last_increase(raw: Mapping[str, Any], index: str | None, now: float) -> float | None:
+    """When DescribeTable (``raw``) says the table's capacity, or the GSI's, last rose
+    (``LastIncreaseDateTime``), in seconds since the epoch: the reports sent before it saw
+    the capacity before it. None when it says nothing sound, or a time after ``now``
+    (untrusted: never a reason to set aside a throttle reported since)."""
+    try:
+        at = spec_of(raw, index).get("ProvisionedThroughput", {}).get("LastIncreaseDateTime")
+    except (KeyError, AttributeError, TypeError):
+        return None
+    if not isinstance(at, datetime):
+        return None
+    seconds = (at if at.tzinfo is not None else at.replace(tzinfo=UTC)).timestamp()
+    return seconds if seconds <= now else None
+
+
+def _raised(*moments: float | None) -> float | None:
+    """The latest of ``moments`` known (None: none is)."""
+    known = [m for m in moments if m is not None]
+    return max(known) if known else None
 
 
 def _first_live(

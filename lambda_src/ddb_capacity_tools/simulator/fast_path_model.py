@@ -151,17 +151,19 @@ class FastPath:
                 return None
             key_range = d.key_range[i] if d.key_range else 0.0
             short = max(0.0, d.throttled[i] - key_range)
-            served = d.served[i]
+            served, counted = d.served[i], short
         else:
             minute = m if m > 0 else 0
             wanted = sim.trace.demand[key][minute]
             key_range = sim.key_range_refusal(key, wanted, minute)
             fixable = wanted - key_range
-            served, short = sim.so_far(key, fixable, m, source.second)
+            # the throttles of reports sent before the capacity last rose are not counted
+            # (DescribeTable's LastIncreaseDateTime): they saw the capacity before it
+            served, short, counted = sim.so_far(key, fixable, m, source.second)
         if source.stream:  # what was written, and nothing of what was refused
             return Combined(served, 0.0, 0.0, 1, served)
         return Combined(
-            share * (served + short), share * short, share * key_range, 1, share * served
+            share * (served + short), share * counted, share * key_range, 1, share * served
         )
 
     def trusted(self, sim: SimulatedTable, key: Key, t: int, source: Source, seen: float) -> float:

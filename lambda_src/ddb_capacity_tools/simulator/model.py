@@ -591,11 +591,14 @@ class SimulatedTable:
                 return values[key[1]]
         return d.provisioned
 
-    def so_far(self, key: Key, wanted: float, t: int, second: int) -> tuple[float, float]:
+    def so_far(
+        self, key: Key, wanted: float, t: int, second: int
+    ) -> tuple[float, float, float]:
         """What ``key`` serves of ``wanted`` units a second over the first ``second``
         seconds (at least 1) of minute ``t``, the minute under way, and what it refuses,
         per second: each part at the capacity in force then (a change that landed in them
-        counts), the burst bucket carried over."""
+        counts), the burst bucket carried over; and of what it refuses, what it refused
+        since the capacity last rose in those seconds (all of it when it did not)."""
         d, index = self.dims[key], key[0]
         steps = [(0, d.provisioned)]
         for at, values in self.landed[index][0] if index in self.landed else ():
@@ -603,17 +606,20 @@ class SimulatedTable:
         landing = self.mid.get(index) if self.apply_at.get(index) == t else None
         if landing is not None and d.pending is not None:
             steps.append((landing, d.pending))
-        steps = [(at, capacity) for at, capacity in steps if at < second]
+        steps = [(at, capacity) for at, capacity in steps if at <= second]
         ends = [at for at, _ in steps[1:]] + [second]
-        bucket, served, refused = d.bucket, 0.0, 0.0
+        bucket, served, refused, since = d.bucket, 0.0, 0.0, 0.0
+        before = steps[0][1]
         for (start, capacity), end in zip(steps, ends, strict=True):
-            part = _serve(wanted, capacity, bucket, self._burst, float(end - start))
-            served, refused, bucket = (
-                served + part[0] * (end - start),
-                refused + part[1] * (end - start),
-                part[2],
-            )
-        return served / second, refused / second
+            since = 0.0 if capacity > before else since  # a raise that landed by then
+            before = capacity
+            if end > start:
+                part = _serve(wanted, capacity, bucket, self._burst, float(end - start))
+                served += part[0] * (end - start)
+                refused += part[1] * (end - start)
+                since += part[1] * (end - start)
+                bucket = part[2]
+        return served / second, refused / second, since / second
 
     def _landed_values(self, index: str | None) -> dict[str, int]:
         """``index``'s changes in flight (each dimension's value), as they land."""
