@@ -113,7 +113,9 @@ def test_while_throttled_the_reports_consumption_tells_the_share_that_reports(
     item = world.store_ddb.get_item(
         TableName=world.store.name, Key=combiner.combiner_key(name, "table:write")
     )["Item"]
-    assert combiner.entries(item, time.time()).rates["p1"].consumed == 20
+    kept = combiner.entries(item, time.time()).rates["p1"]
+    assert kept.consumed == 20
+    assert kept.since == pytest.approx(kept.at - 10, abs=0.01)  # its 10 seconds began then
 
 
 def test_key_range_throttles_alone_never_raise(world: World) -> None:
@@ -443,22 +445,27 @@ def test_a_raise_refused_for_an_update_under_way_is_sent_again_at_the_next_repor
     assert row["status"] == "applied" and world.throughput(name) == (50, 429)
 
 
-@pytest.mark.parametrize("landed_after_the_report", [True, False])
+@pytest.mark.parametrize(
+    ("rose", "counted"),
+    [(+1, False), (-1, False), (-11, True)],
+    ids=["after the report", "within its 10 seconds", "before them"],
+)
 def test_throttles_reported_before_the_capacity_last_rose_are_not_counted(
-    world: World, landed_after_the_report: bool
+    world: World, rose: int, counted: bool
 ) -> None:
-    # GIVEN a surge to 286 (200 units/s at 70 %), and a report of 100 units/s served and
-    # as many refused: what the table served at its 100 units before the raise landed
+    # GIVEN a surge to 286 (200 units/s at 70 %), and a report of 10 seconds of 100 units/s
+    # served and as many refused: what the table served at its 100 units before the raise
+    # landed, if it landed after those seconds began
     name = a_table(world, "Landed")
     send(world, report(name, write(200)), served(name))
     sent = time.time() + 1
     throttled = write(100, throttles={"provisioned": 1_000})
-    # WHEN DescribeTable says the capacity last rose after that report was sent (or before)
-    rose = datetime.fromtimestamp(sent + (1 if landed_after_the_report else -1), UTC)
+    # WHEN DescribeTable says the capacity last rose ``rose`` seconds from its sending
+    increased = datetime.fromtimestamp(sent + rose, UTC)
 
     def landed(parsed: dict[str, Any], **_: Any) -> None:
         if parsed.get("Table", {}).get("TableName") == name:
-            parsed["Table"]["ProvisionedThroughput"]["LastIncreaseDateTime"] = rose
+            parsed["Table"]["ProvisionedThroughput"]["LastIncreaseDateTime"] = increased
 
     event = "after-call.dynamodb.DescribeTable"
     world.clients.dynamodb.meta.events.register(event, landed)
@@ -468,14 +475,37 @@ def test_throttles_reported_before_the_capacity_last_rose_are_not_counted(
     finally:
         world.clients.dynamodb.meta.events.unregister(event, landed)
     (row,) = answer["dimensions"]
-    if landed_after_the_report:
-        # THEN its throttles are set aside: its 200 units/s of demand need no more than the
-        # 286 held (they saw 100, not 286: counted, they would read as a share of 35 % of
-        # the traffic, and ask for nearly three times as much, up to the surge cap)
-        assert (row["status"], row["to"]) == ("renewed", 286)
+    if not counted:
+        # THEN its throttles are set aside (and said so): its 200 units/s of demand need no
+        # more than the 286 held (they saw 100, not 286: counted, they would read as a share
+        # of 35 % of the traffic, and ask for nearly three times as much, up to the cap)
+        assert (row["status"], row["to"], row["set_aside"]) == ("renewed", 286, 100)
         assert world.throughput(name) == (50, 286)
-    else:  # sent after the raise landed: its throttles count, and size the surge
-        assert row["status"] == "applied" and row["to"] > 286
+    else:  # all its seconds after the raise landed: its throttles count, and size the surge
+        assert row["status"] == "applied" and row["to"] > 286 and "set_aside" not in row
+
+
+def test_throttles_of_a_new_surge_count_whatever_the_last_increase(world: World) -> None:
+    # GIVEN a table at 100 write units, its processes reporting a fifth of the traffic:
+    # 30 units/s of it served, with throttles (the table serves its 100 units)
+    name = a_table(world, "Fresh")
+    sent = time.time()
+    throttled = write(30, throttles={"provisioned": 300})
+    # WHEN DescribeTable says the capacity rose a second before (its reads, say)
+    increased = datetime.fromtimestamp(sent - 1, UTC)
+
+    def landed(parsed: dict[str, Any], **_: Any) -> None:
+        if parsed.get("Table", {}).get("TableName") == name:
+            parsed["Table"]["ProvisionedThroughput"]["LastIncreaseDateTime"] = increased
+
+    event = "after-call.dynamodb.DescribeTable"
+    world.clients.dynamodb.meta.events.register(event, landed)
+    try:
+        (row,) = send(world, report(name, throttled, sent=sent), served(name))["dimensions"]
+    finally:
+        world.clients.dynamodb.meta.events.unregister(event, landed)
+    # THEN no surge is held, so nothing is set aside: the throttles make the surge due
+    assert row["status"] == "applied" and row["to"] > 100 and "set_aside" not in row, row
 
 
 def test_a_busy_lease_defers_the_surge_and_a_renewal_never_waits(
@@ -633,6 +663,8 @@ def test_a_hostile_combiner_item_is_ignored_counted_and_cleaned(
                     "x" * 65: entry("5000", now),
                     "old": entry("5000", now - FRESH_SECONDS - 5),
                     "unknowing": {"M": {**entry("1", now)["M"], "u": {"N": "1e30"}}},
+                    # seconds that began after the report was sent
+                    "backwards": {"M": {**entry("1", now)["M"], "s": {"N": str(now + 100)}}},
                 }
             },
             # a surge's marks out of bounds: a raise in the future, an aim over 100 %
@@ -651,7 +683,7 @@ def test_a_hostile_combiner_item_is_ignored_counted_and_cleaned(
     # THEN nothing is raised; the entries are ignored, counted and removed
     assert [r["status"] for r in answer["dimensions"]] == ["none"]
     assert world.target_min(name, "write") == 100
-    assert counted(capsys.readouterr().out, "SurgeEntriesIgnored") == 5
+    assert counted(capsys.readouterr().out, "SurgeEntriesIgnored") == 6
     item = world.store_ddb.get_item(TableName=world.store.name, Key=key, ConsistentRead=True)
     assert sorted(item["Item"]["reports"]["M"]) == ["p1"]
     # AND an item whose map is no map is reset, not obeyed

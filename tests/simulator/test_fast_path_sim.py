@@ -219,14 +219,20 @@ def test_a_look_later_in_a_minute_sees_the_capacity_that_landed_in_it() -> None:
     assert sim.update_table(0, None, {"write": 200}, second=5) == "applied"
     sim.end_minute(0)
     sim.begin_minute(1)
-    # WHEN the hook's reports of minute 1 are read 20 s into it
-    seen = FastPath(params).seen(sim, WRITE, 1, Source(0, 20, 1.0, False))
+    # WHEN the hook's reports of minute 1 are read 20 s into it, the raise a surge's
+    fast, hook = FastPath(params), Source(0, 20, 1.0, False)
+    fast.holds[WRITE] = (200, 10, 50, 0)
+    seen = fast.seen(sim, WRITE, 1, hook)
     # THEN they show the 5 s at 50 refused (50 a second over 5 of 20 s), not 20 s of it,
     # in the demand, but not as throttles: those were reported before the capacity rose
     # (DescribeTable's LastIncreaseDateTime), and DescribeTable's capacity then is the new one
     assert seen is not None
     assert seen.consumed == pytest.approx(100 - 50 * 5 / 20)
-    assert (seen.demand, seen.throttled) == (pytest.approx(100), 0)
+    assert seen.demand == pytest.approx(100) and seen.throttled == 0
+    # (with no surge held, a new one's throttles count whatever the last increase)
+    del fast.holds[WRITE]
+    unheld = fast.seen(sim, WRITE, 1, hook)
+    assert unheld is not None and unheld.throttled == pytest.approx(50 * 5 / 20)
     assert sim.in_force(WRITE, 1, 20) == 200 and sim.in_force(WRITE, 1, 4) == 50
 
 

@@ -79,8 +79,9 @@ _FIELDS = {
     "at": "at",
     "consumed": "c",
     "unknown": "u",
+    "since": "s",
 }
-_OPTIONAL = {"consumed", "unknown"}
+_OPTIONAL = {"consumed", "unknown", "since"}
 """Fields an entry may lack (an entry written before they were kept): read as 0."""
 _BOUNDS = {
     "demand": MAX_DEMAND,
@@ -552,6 +553,8 @@ def _rates(fields: Mapping[str, Any] | None) -> Rates | None:
             return None
         read[name] = value
     if not all(0 <= read[name] <= high for name, high in _BOUNDS.items()) or read["at"] < 0:
+        return None
+    if not 0 <= read["since"] <= read["at"]:
         return None
     return Rates(**read)
 

@@ -70,7 +70,8 @@ class Rates:
     demand it estimates (consumed units, plus its failed requests at its average units
     per request: retried attempts are not demand twice), its throttled attempts for
     provisioned throughput, its key-range ones; ``at``: when it was sent; ``consumed``:
-    the units it consumed; ``unknown``: its throttled attempts of no known cause."""
+    the units it consumed; ``unknown``: its throttled attempts of no known cause;
+    ``since``: when the seconds it tells of began (0: not known, taken as ``at``)."""
 
     demand: float
     throttled: float
@@ -78,6 +79,7 @@ class Rates:
     at: float
     consumed: float = 0.0
     unknown: float = 0.0
+    since: float = 0.0
 
 
 def rates(d: DimensionReport, seconds: float, at: float) -> Rates:
@@ -92,6 +94,7 @@ def rates(d: DimensionReport, seconds: float, at: float) -> Rates:
         at,
         d.units / seconds,
         d.throttles.get("unknown", 0) / seconds,
+        max(0.0, at - seconds),
     )
 
 
@@ -471,16 +474,25 @@ def standing(
     return Standing(surge, surge.baseline, level([*active, surge]), active)
 
 
-def since_raise(reports: Iterable[Rates], raised: float | None, now: float) -> Combined:
+def since_raise(
+    reports: Iterable[Rates], raised: float | None, now: float, increased: float | None = None
+) -> Combined:
     """The sum of the fresh ``reports``, their throttles counted only when sent after
-    the surge's last raise ``raised`` (None: none; earlier ones describe the capacity
-    before it)."""
-    kept = [r if raised is None or r.at >= raised else _no_throttles(r) for r in reports]
+    the surge's last raise ``raised`` and telling of seconds all after the capacity's
+    last increase ``increased`` (None: none; the others describe the capacity before
+    it, which a raise above the warm throughput keeps for minutes after it is sent)."""
+    kept = [r if _after(r, raised, increased) else _no_throttles(r) for r in reports]
     return combine(kept, now)
 
 
+def _after(r: Rates, raised: float | None, increased: float | None) -> bool:
+    """Whether ``r``'s throttles saw the capacity after ``raised`` and ``increased``."""
+    began = r.since if 0 < r.since <= r.at else r.at
+    return (raised is None or r.at >= raised) and (increased is None or began >= increased)
+
+
 def _no_throttles(r: Rates) -> Rates:
-    return Rates(r.demand, 0.0, r.key_range, r.at, r.consumed, 0.0)
+    return Rates(r.demand, 0.0, r.key_range, r.at, r.consumed, 0.0, r.since)
 
 
 def surge_lifetime(max_hold: timedelta) -> timedelta:

@@ -449,14 +449,13 @@ def _surge(
     where = {"table": table, "index": d.index, "dimension": d.dimension}
     now = ctx.clock()
     raw = described()
-    raised = _raised(found.mark.raised, last_increase(raw, d.index, now))
-    combined = since_raise(found.rates.values(), raised, now)
-    seen: dict[str, Any] = {"demand": round(combined.demand, 1), "processes": combined.processes}
+    state = store.get(table, d.index, d.dimension)
+    combined, seen = _combined(found, raw, d, state, now)
     if raw.get("BillingModeSummary", {}).get("BillingMode") == "PAY_PER_REQUEST":
         return {**where, "status": "none", **seen}  # on demand: nothing to raise
     live = _first_live(ctx, store, (table, d), raw, found, combined, settings, signal)
     seen["bucket"] = round(live.drain.bucket.level) if live.drain and live.drain.bucket else 0
-    stands = _standing(store.get(table, d.index, d.dimension), live.provisioned, now)
+    stands = _standing(state, live.provisioned, now)
     lifetime = surge_lifetime(store.limits.max_hold)
     look = first_look(combined, live, now, stands, found.mark, settings, lifetime)
     if look.status == "none":
@@ -480,11 +479,44 @@ def _surge(
     return {**where, **row, **seen}
 
 
+def _combined(
+    found: combiner.Entries,
+    raw: Mapping[str, Any],
+    d: DimensionReport,
+    state: HeldDimension | None,
+    now: float,
+) -> tuple[Combined, dict[str, Any]]:
+    """The fresh reports added up (`since_raise`), and what the row says of them. While
+    the dimension holds a surge, the throttles of a report telling of seconds before the
+    capacity last rose (`last_increase`: the surge's raise landing, minutes after it was
+    sent when above the warm throughput) are set aside: they saw the capacity before it,
+    and against the new one their consumption would read as a small share of the traffic,
+    sizing the next raise too high. A new surge's throttles are never set aside (another
+    dimension's increase, which DescribeTable does not tell apart, may have come between).
+    The throttles set aside are in the row (``set_aside``)."""
+    held = state is not None and any(h.id == SURGE_HOLD for h in state.holds)
+    increased = last_increase(raw, d.index, now) if held else None
+    combined = since_raise(found.rates.values(), found.mark.raised, now, increased)
+    seen: dict[str, Any] = {"demand": round(combined.demand, 1), "processes": combined.processes}
+    if increased is not None:
+        every = since_raise(found.rates.values(), found.mark.raised, now)
+        aside = every.throttled + every.unknown - combined.throttled - combined.unknown
+        if aside > 0:
+            seen["set_aside"] = round(aside, 1)
+    return combined, seen
+
+
+LAST_INCREASE_SKEW_SECONDS = 5.0
+"""How far after the function's clock DescribeTable's ``LastIncreaseDateTime`` may be and still
+be read (as now): the clocks a little apart, right after an increase landed."""
+
+
 def last_increase(raw: Mapping[str, Any], index: str | None, now: float) -> float | None:
     """When DescribeTable (``raw``) says the table's capacity, or the GSI's, last rose
-    (``LastIncreaseDateTime``), in seconds since the epoch: the reports sent before it saw
-    the capacity before it. None when it says nothing sound, or a time after ``now``
-    (untrusted: never a reason to set aside a throttle reported since)."""
+    (``LastIncreaseDateTime``), in seconds since the epoch, at most ``now``: the reports
+    telling of seconds before it saw the capacity before it. None when it says nothing
+    sound, or a time more than `LAST_INCREASE_SKEW_SECONDS` after ``now`` (untrusted:
+    never a reason to set aside a throttle reported since)."""
     try:
         at = spec_of(raw, index).get("ProvisionedThroughput", {}).get("LastIncreaseDateTime")
     except (KeyError, AttributeError, TypeError):
@@ -492,13 +524,7 @@ def last_increase(raw: Mapping[str, Any], index: str | None, now: float) -> floa
     if not isinstance(at, datetime):
         return None
     seconds = (at if at.tzinfo is not None else at.replace(tzinfo=UTC)).timestamp()
-    return seconds if seconds <= now else None
-
-
-def _raised(*moments: float | None) -> float | None:
-    """The latest of ``moments`` known (None: none is)."""
-    known = [m for m in moments if m is not None]
-    return max(known) if known else None
+    return min(seconds, now) if seconds <= now + LAST_INCREASE_SKEW_SECONDS else None
 
 
 def _first_live(

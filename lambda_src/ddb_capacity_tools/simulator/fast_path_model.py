@@ -157,9 +157,11 @@ class FastPath:
             wanted = sim.trace.demand[key][minute]
             key_range = sim.key_range_refusal(key, wanted, minute)
             fixable = wanted - key_range
-            # the throttles of reports sent before the capacity last rose are not counted
-            # (DescribeTable's LastIncreaseDateTime): they saw the capacity before it
-            served, short, counted = sim.so_far(key, fixable, m, source.second)
+            # while it holds a surge, the throttles of reports of seconds before the capacity
+            # last rose are set aside (DescribeTable's LastIncreaseDateTime): they saw the
+            # capacity before it
+            served, short, since = sim.so_far(key, fixable, m, source.second)
+            counted = since if self.floor(key, m) else short
         if source.stream:  # what was written, and nothing of what was refused
             return Combined(served, 0.0, 0.0, 1, served)
         return Combined(
