@@ -591,9 +591,7 @@ class SimulatedTable:
                 return values[key[1]]
         return d.provisioned
 
-    def so_far(
-        self, key: Key, wanted: float, t: int, second: int
-    ) -> tuple[float, float, float]:
+    def so_far(self, key: Key, wanted: float, t: int, second: int) -> tuple[float, float, float]:
         """What ``key`` serves of ``wanted`` units a second over the first ``second``
         seconds (at least 1) of minute ``t``, the minute under way, and what it refuses,
         per second: each part at the capacity in force then (a change that landed in them
