@@ -5,6 +5,7 @@ UpdateTable, a table that is UPDATING)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import threading
@@ -445,6 +446,22 @@ def test_a_raise_refused_for_an_update_under_way_is_sent_again_at_the_next_repor
     assert row["status"] == "applied" and world.throughput(name) == (50, 429)
 
 
+@contextlib.contextmanager
+def increase_said(world: World, name: str, increased: datetime) -> Iterator[None]:
+    """DescribeTable of table ``name`` saying its capacity last rose at ``increased``."""
+
+    def landed(parsed: dict[str, Any], **_: Any) -> None:
+        if parsed.get("Table", {}).get("TableName") == name:
+            parsed["Table"]["ProvisionedThroughput"]["LastIncreaseDateTime"] = increased
+
+    event = "after-call.dynamodb.DescribeTable"
+    world.clients.dynamodb.meta.events.register(event, landed)
+    try:
+        yield
+    finally:
+        world.clients.dynamodb.meta.events.unregister(event, landed)
+
+
 @pytest.mark.parametrize(
     ("rose", "counted"),
     [(+1, False), (-1, False), (-11, True)],
@@ -461,19 +478,9 @@ def test_throttles_reported_before_the_capacity_last_rose_are_not_counted(
     sent = time.time() + 1
     throttled = write(100, throttles={"provisioned": 1_000})
     # WHEN DescribeTable says the capacity last rose ``rose`` seconds from its sending
-    increased = datetime.fromtimestamp(sent + rose, UTC)
-
-    def landed(parsed: dict[str, Any], **_: Any) -> None:
-        if parsed.get("Table", {}).get("TableName") == name:
-            parsed["Table"]["ProvisionedThroughput"]["LastIncreaseDateTime"] = increased
-
-    event = "after-call.dynamodb.DescribeTable"
-    world.clients.dynamodb.meta.events.register(event, landed)
-    try:
+    with increase_said(world, name, datetime.fromtimestamp(sent + rose, UTC)):
         later: Callable[[], float] = lambda: sent + 5  # noqa: E731
         answer = send(world, report(name, throttled, sent=sent), served(name), clock=later)
-    finally:
-        world.clients.dynamodb.meta.events.unregister(event, landed)
     (row,) = answer["dimensions"]
     if not counted:
         # THEN its throttles are set aside (and said so): its 200 units/s of demand need no
@@ -492,18 +499,8 @@ def test_throttles_of_a_new_surge_count_whatever_the_last_increase(world: World)
     sent = time.time()
     throttled = write(30, throttles={"provisioned": 300})
     # WHEN DescribeTable says the capacity rose a second before (its reads, say)
-    increased = datetime.fromtimestamp(sent - 1, UTC)
-
-    def landed(parsed: dict[str, Any], **_: Any) -> None:
-        if parsed.get("Table", {}).get("TableName") == name:
-            parsed["Table"]["ProvisionedThroughput"]["LastIncreaseDateTime"] = increased
-
-    event = "after-call.dynamodb.DescribeTable"
-    world.clients.dynamodb.meta.events.register(event, landed)
-    try:
+    with increase_said(world, name, datetime.fromtimestamp(sent - 1, UTC)):
         (row,) = send(world, report(name, throttled, sent=sent), served(name))["dimensions"]
-    finally:
-        world.clients.dynamodb.meta.events.unregister(event, landed)
     # THEN no surge is held, so nothing is set aside: the throttles make the surge due
     assert row["status"] == "applied" and row["to"] > 100 and "set_aside" not in row, row
 
