@@ -554,8 +554,8 @@ def _rates(fields: Mapping[str, Any] | None) -> Rates | None:
         read[name] = value
     if not all(0 <= read[name] <= high for name, high in _BOUNDS.items()) or read["at"] < 0:
         return None
-    if not 0 <= read["since"] <= read["at"]:
-        return None
+    if not 0 <= read["since"] <= read["at"] + CLOCK_SKEW_SECONDS:
+        return None  # (the function's clock; the report's may be behind it by as much)
     return Rates(**read)
 
 

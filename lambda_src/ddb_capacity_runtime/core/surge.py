@@ -71,7 +71,8 @@ class Rates:
     per request: retried attempts are not demand twice), its throttled attempts for
     provisioned throughput, its key-range ones; ``at``: when it was sent; ``consumed``:
     the units it consumed; ``unknown``: its throttled attempts of no known cause;
-    ``since``: when the seconds it tells of began (0: not known, taken as ``at``)."""
+    ``since``: when the seconds it tells of began, on the signals function's clock (0: not
+    known, taken as ``at``)."""
 
     demand: float
     throttled: float
@@ -82,8 +83,10 @@ class Rates:
     since: float = 0.0
 
 
-def rates(d: DimensionReport, seconds: float, at: float) -> Rates:
-    """What one dimension of one report adds to its dimension's sum."""
+def rates(d: DimensionReport, seconds: float, at: float, received: float | None = None) -> Rates:
+    """What one dimension of one report adds to its dimension's sum; its seconds began
+    ``seconds`` before it was ``received`` on the signals function's clock (by default
+    ``at``, the process's): a process's clock may be a little ahead or behind."""
     per_request = d.units / d.requests if d.requests else 1.0
     per_request = min(max(per_request, 0.5), 400.0)  # a 400 KB item's write is 400 units
     demand = (d.units + d.failed * per_request) / seconds
@@ -94,7 +97,7 @@ def rates(d: DimensionReport, seconds: float, at: float) -> Rates:
         at,
         d.units / seconds,
         d.throttles.get("unknown", 0) / seconds,
-        max(0.0, at - seconds),
+        max(0.0, (at if received is None else received) - seconds),
     )
 
 
@@ -487,7 +490,7 @@ def since_raise(
 
 def _after(r: Rates, raised: float | None, increased: float | None) -> bool:
     """Whether ``r``'s throttles saw the capacity after ``raised`` and ``increased``."""
-    began = r.since if 0 < r.since <= r.at else r.at
+    began = r.since if r.since > 0 else r.at
     return (raised is None or r.at >= raised) and (increased is None or began >= increased)
 
 

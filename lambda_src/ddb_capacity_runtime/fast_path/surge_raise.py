@@ -368,9 +368,9 @@ def _combine(
 ) -> combiner.Entries | None:
     """Write this process's rates into the dimension's combiner item; every entry it then
     holds (None: the item keeps too many processes already)."""
-    mine = rates(d, report.seconds, report.sent)
-    key = combiner.combiner_key(report.table, d.sort_key)
     now = ctx.clock()
+    mine = rates(d, report.seconds, report.sent, received=now)
+    key = combiner.combiner_key(report.table, d.sort_key)
     found = combiner.record(store.dynamodb, store.name, key, report.process, mine, now)
     if found is None:
         return None
