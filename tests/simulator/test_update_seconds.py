@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -65,6 +66,39 @@ def _part(
     used = min(bucket, (demand - capacity) * seconds)
     served = capacity * seconds + used
     return served, demand * seconds - served, bucket - used
+
+
+def _started(ref: Reference, bucket: float, key: Key, begin: int, burst: float) -> float:
+    """``key``'s bucket at the start of the minute from ``begin`` (a change landing at its
+    very start caps it)."""
+    for x in ref.landings[key[0]]:
+        if x.at == begin and key[1] in x.values:
+            bucket = min(bucket, burst * x.values[key[1]])
+    return bucket
+
+
+def _served(
+    ref: Reference,
+    demand: float,
+    bucket: float,
+    key: Key,
+    seconds: tuple[int, int],
+    burst: float,
+) -> tuple[float, float, float]:
+    """Units served and refused over the first ``seconds[1]`` seconds of the minute from
+    ``seconds[0]``, each part at the capacity then in force, and the bucket after."""
+    begin, until = seconds
+    landed = {x.at - begin for x in ref.landings[key[0]] if begin < x.at < begin + until}
+    cuts = sorted({0} | landed)
+    served = refused = 0.0
+    for a, e in zip(cuts, [*cuts[1:], until], strict=True):
+        part = _part(demand, ref.level(key, begin + a), bucket, burst, e - a)
+        served, refused, bucket = served + part[0], refused + part[1], part[2]
+    return served, refused, bucket
+
+
+def _close(*values: float) -> tuple[object, ...]:
+    return tuple(pytest.approx(v, rel=1e-9, abs=1e-6) for v in values)
 
 
 minutes_of_changes = st.lists(
@@ -133,20 +167,17 @@ def test_updates_land_at_their_second_and_each_part_of_a_minute_is_served_so(
             if answer == "applied" and moved:
                 assert sim.busy_until[index] >= now  # lands when the model says, not before
                 ref.landings[index].append(Landing(sim.busy_until[index], moved))
+        begin, end = t * 60, (t + 1) * 60
+        starts = {k: _started(ref, bucket[k], k, begin, burst) for k in KEYS}
+        for k in KEYS:  # what a look inside the minute reads: the capacity in force, so far
+            for s in (1, 5, 20, 59):
+                assert sim.in_force(k, t, s) == ref.level(k, begin + s), (k, t, s)
+                so_far = _served(ref, wanted[k], starts[k], k, (begin, s), burst)
+                assert sim.so_far(k, wanted[k], t, s)[:2] == _close(so_far[0] / s, so_far[1] / s)
         sim.end_minute(t)
         for k in KEYS:
             d = sim.dims[k]
-            begin, end = t * 60, (t + 1) * 60
-            cuts = sorted({0} | {x.at - begin for x in ref.landings[k[0]] if begin < x.at < end})
-            b = bucket[k]
-            for x in ref.landings[k[0]]:
-                if x.at == begin and k[1] in x.values:  # landed at the minute's start
-                    b = min(b, burst * x.values[k[1]])
-            served = refused = 0.0
-            for a, e in zip(cuts, [*cuts[1:], 60], strict=True):
-                part = _part(wanted[k], ref.level(k, begin + a), b, burst, e - a)
-                served, refused, b = served + part[0], refused + part[1], part[2]
-            bucket[k] = b
+            served, refused, bucket[k] = _served(ref, wanted[k], starts[k], k, (begin, 60), burst)
             assert math.isclose(d.served[t], served / 60, rel_tol=1e-9, abs_tol=1e-6), (k, t)
             assert math.isclose(d.throttled[t], refused / 60, rel_tol=1e-9, abs_tol=1e-6)
             after = ref.level(k, end, strictly=True)

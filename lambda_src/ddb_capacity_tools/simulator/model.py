@@ -586,8 +586,8 @@ class SimulatedTable:
         if landing is not None and landing <= second and d.pending is not None:
             return d.pending
         steps = self.landed[index][0] if index in self.landed else ()
-        for _, values in reversed(steps):
-            if key[1] in values:
+        for at, values in reversed(steps):
+            if at <= second and key[1] in values:
                 return values[key[1]]
         return d.provisioned
 
