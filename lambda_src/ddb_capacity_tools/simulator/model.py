@@ -579,45 +579,53 @@ class SimulatedTable:
     def in_force(self, key: Key, t: int, second: int) -> int:
         """``key``'s capacity in force ``second`` seconds into minute ``t`` (the minute
         under way), as DescribeTable shows it then: a change that landed by then in the
-        minute counts (the one in flight, or those in `landed`), else what is
-        provisioned."""
-        index, d = key[0], self.dims[key]
-        landing = self.mid.get(index) if self.apply_at.get(index) == t else None
-        if landing is not None and landing <= second and d.pending is not None:
-            return d.pending
-        steps = self.landed[index][0] if index in self.landed else ()
-        for at, values in reversed(steps):
-            if at <= second and key[1] in values:
-                return values[key[1]]
-        return d.provisioned
+        minute counts (`_steps`), else what is provisioned."""
+        return [capacity for at, capacity in self._steps(key, t) if at <= second][-1]
 
     def so_far(self, key: Key, wanted: float, t: int, second: int) -> tuple[float, float, float]:
         """What ``key`` serves of ``wanted`` units a second over the first ``second``
         seconds (at least 1) of minute ``t``, the minute under way, and what it refuses,
-        per second: each part at the capacity in force then (a change that landed in them
-        counts), the burst bucket carried over; and of what it refuses, what it refused
-        since the capacity last rose in those seconds (all of it when it did not)."""
+        per second: each part at the capacity in force then (`_steps`), the burst bucket
+        carried over; and of what it refuses, what it refused since the capacity last rose
+        in those seconds (all of it when it did not)."""
+        steps = [(at, capacity) for at, capacity in self._steps(key, t) if at <= second]
+        served, refused, since, _ = self._serve_steps(self.dims[key], wanted, steps, second)
+        return served / second, refused / second, since / second
+
+    def _steps(self, key: Key, t: int) -> list[tuple[int, int]]:
+        """``key``'s capacity over minute ``t``, the minute under way: (the second it is in
+        force from, the capacity), first what is provisioned, then each change that landed
+        in it before another was sent (`landed`), then the change landing in it
+        (`apply_at`, `mid`; a dimension it leaves as it was keeps its capacity)."""
         d, index = self.dims[key], key[0]
         steps = [(0, d.provisioned)]
         for at, values in self.landed[index][0] if index in self.landed else ():
             steps.append((at, values.get(key[1], steps[-1][1])))
         landing = self.mid.get(index) if self.apply_at.get(index) == t else None
-        if landing is not None and d.pending is not None:
-            steps.append((landing, d.pending))
-        steps = [(at, capacity) for at, capacity in steps if at <= second]
-        ends = [at for at, _ in steps[1:]] + [second]
+        if landing is not None:
+            steps.append((landing, d.pending if d.pending is not None else steps[-1][1]))
+        return steps
+
+    def _serve_steps(
+        self, d: SimulatedDimension, wanted: float, steps: Sequence[tuple[int, int]], end: int
+    ) -> tuple[float, float, float, float]:
+        """Serve ``wanted`` units a second from ``steps``' first second to ``end``, each
+        part at its capacity (`_steps`), the burst bucket carried over from ``d``'s.
+        Returns the units served and refused, those refused since the capacity last rose,
+        and the bucket after."""
+        ends = [at for at, _ in steps[1:]] + [end]
         bucket, served, refused, since = d.bucket, 0.0, 0.0, 0.0
         before = steps[0][1]
-        for (start, capacity), end in zip(steps, ends, strict=True):
+        for (start, capacity), stop in zip(steps, ends, strict=True):
             since = 0.0 if capacity > before else since  # a raise that landed by then
             before = capacity
-            if end > start:
-                part = _serve(wanted, capacity, bucket, self._burst, float(end - start))
-                served += part[0] * (end - start)
-                refused += part[1] * (end - start)
-                since += part[1] * (end - start)
+            if stop > start:
+                part = _serve(wanted, capacity, bucket, self._burst, float(stop - start))
+                served += part[0] * (stop - start)
+                refused += part[1] * (stop - start)
+                since += part[1] * (stop - start)
                 bucket = part[2]
-        return served / second, refused / second, since / second
+        return served, refused, since, bucket
 
     def _landed_values(self, index: str | None) -> dict[str, int]:
         """``index``'s changes in flight (each dimension's value), as they land."""
@@ -688,8 +696,10 @@ class SimulatedTable:
             wanted, provisioned = demand[minute], d.provisioned
             if parts is not None:  # the hot partition refuses first (key-range throttles)
                 wanted -= self._refused_by_key_range(d, parts, wanted, minute)
-            if changing and d.key[0] in changing:
-                served, throttled, provisioned = self._serve_changing(d, wanted, landing)
+            if changing and d.key[0] in changing:  # in parts, each at its capacity
+                steps = self._steps(d.key, t)
+                served, throttled, _, d.bucket = self._serve_steps(d, wanted, steps, 60)
+                served, throttled, provisioned = served / 60.0, throttled / 60.0, steps[-1][1]
             else:
                 # _serve inline (a minute of each dimension: the hottest loop)
                 # (min and max of two, as conditionals: the same one is picked on a tie)
@@ -733,19 +743,6 @@ class SimulatedTable:
             for part in self.partitions.values():
                 part.end_minute()
 
-    def _serve_in_two(
-        self, d: SimulatedDimension, wanted: float, second: int
-    ) -> tuple[float, float]:
-        """Serve a minute in which a change lands ``second`` seconds in: the capacity before
-        it until then, the new one after (the burst bucket carries over). Returns the
-        minute's served and refused units per second; the bucket is left in ``d``."""
-        burst, after = self._burst, d.provisioned if d.pending is None else d.pending
-        first = _serve(wanted, d.provisioned, d.bucket, burst, float(second))
-        rest = _serve(wanted, after, first[2], burst, 60.0 - second)
-        d.bucket = rest[2]
-        served = (first[0] * second + rest[0] * (60 - second)) / 60.0
-        return served, (first[1] * second + rest[1] * (60 - second)) / 60.0
-
     def _changing(self, t: int) -> tuple[dict[str | None, int], set[str | None]]:
         """Of the tables and GSIs, those whose change lands seconds into minute ``t`` (and
         that second), and those whose capacity changes in it (those, and `landed`)."""
@@ -753,47 +750,6 @@ class SimulatedTable:
             return {}, set()
         landing = {i: s for i, s in self.mid.items() if self.apply_at[i] == t}
         return landing, set(landing) | set(self.landed)
-
-    def _serve_changing(
-        self, d: SimulatedDimension, wanted: float, landing: Mapping[str | None, int]
-    ) -> tuple[float, float, int]:
-        """Serve a minute in which ``d``'s table or GSI changes: changes that landed
-        before another was sent (`landed`), and the one landing at ``landing``'s second
-        this minute. Returns the minute's served and refused units per second, and the
-        capacity at its end."""
-        index = d.key[0]
-        if index in self.landed:
-            return self._serve_in_parts(d, wanted, self.landed[index], landing.get(index))
-        served, throttled = self._serve_in_two(d, wanted, landing[index])
-        return served, throttled, d.provisioned if d.pending is None else d.pending
-
-    def _serve_in_parts(
-        self,
-        d: SimulatedDimension,
-        wanted: float,
-        landed: tuple[list[tuple[int, dict[str, int]]], frozenset[str]],
-        second: int | None,
-    ) -> tuple[float, float, int]:
-        """Serve a minute in which changes landed seconds in (``landed``, `landed`) before
-        another was sent: the capacity before them until the first, each after its second,
-        and from ``second`` on (None: it lands in a later minute) the latest change's.
-        Returns the minute's served and refused units per second, and the capacity at its
-        end."""
-        steps = [(0, d.provisioned)]
-        for at, values in landed[0]:
-            steps.append((at, values.get(d.key[1], steps[-1][1])))
-        if second is not None:
-            steps.append((second, d.pending if d.pending is not None else steps[-1][1]))
-        ends = [s for s, _ in steps[1:]] + [60]
-        bucket, served, refused = d.bucket, 0.0, 0.0
-        for (start, capacity), end in zip(steps, ends, strict=True):
-            if end > start:
-                part = _serve(wanted, capacity, bucket, self._burst, float(end - start))
-                served += part[0] * (end - start)
-                refused += part[1] * (end - start)
-                bucket = part[2]
-        d.bucket = bucket
-        return served / 60.0, refused / 60.0, steps[-1][1]
 
     def _refused_by_key_range(
         self,
