@@ -17,14 +17,14 @@ export NO_MKDOCS_2_WARNING := 1
 # PYTHONDONTWRITEBYTECODE set, every process would compile its imports again
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: install install-checkov browser demo test lint typecheck unit explore docs settings-table dist synth clean
+.PHONY: install compiled install-checkov browser demo test lint typecheck unit explore docs settings-table dist synth clean
 
 CHECKOV_VENV := .venv-checkov
 
 # What the demo needs: the project's venv and the pinned CDK CLI (checkov is for the tests).
 # --no-compile: pip compiling every module of every dependency (aws-cdk-lib's hundreds of
 # services among them) took most of the install; Python compiles the modules a run imports.
-install: $(VENV)/.installed node_modules/.installed
+install: $(VENV)/.installed node_modules/.installed compiled
 
 install-checkov: $(CHECKOV_VENV)/.installed
 
@@ -34,6 +34,12 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet --no-compile -e '.[dev]'
 	touch $@
+
+# The simulator's hot modules compiled with mypyc (lambda_src/ddb_capacity_tools/compiled.py)
+# into .venv/share/ddb-capacity/compiled: about 40 s when their source has changed, nothing
+# otherwise. Where it cannot build (no C compiler), the tools run the plain modules.
+compiled: $(VENV)/.installed
+	@$(PY) -m ddb_capacity_tools.compiled build || true
 
 # checkov scans the synthesized templates (tests/project/test_checkov.py); its own venv,
 # see the file

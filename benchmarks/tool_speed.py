@@ -22,6 +22,12 @@ on-demand as tune's candidates, 2 tables; its figures are not the goals' workloa
 reserve: minutes a table). ``--by-policy`` adds where simulate's time goes: each policy of
 the set simulated alone, in CPU seconds and units (each with its own unit timed beside it).
 
+Run as a program, it measures the compiled modules where a build matches the source
+(`ddb_capacity_tools.compiled`, as the ``ddb-capacity`` command runs them), else the plain
+ones; the output says which. ``--plain`` measures the same again with the plain modules, in
+a process of its own run first, and prints both side by side (``DDB_CAPACITY_COMPILED=0``
+measures the plain modules alone).
+
 ``--baseline DIR`` measures the same again with the tools of another checkout (DIR: a folder
 holding ``lambda_src/ddb_capacity_tools``, e.g. a ``git worktree`` of an earlier commit), in a
 process of its own run first, and prints both side by side: each figure's units then and now
@@ -30,7 +36,7 @@ and how many times faster now is. The earlier tools must take the same calls (`t
 
 Usage:
     .venv/bin/python -m benchmarks.tool_speed [--tables 20] [--seed 1] [--quick]
-        [--only tune|simulate|reserve ...] [--by-policy] [--baseline DIR]
+        [--only tune|simulate|reserve ...] [--by-policy] [--plain | --baseline DIR]
 """
 
 from __future__ import annotations
@@ -46,16 +52,21 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-import ddb_capacity_tools
-from benchmarks.reserve_plan import generated_fleet
-from benchmarks.simulate_noisy_30_days import noisy_diurnal
-from ddb_capacity_tools import reserve
-from ddb_capacity_tools.simulator import ModelParams, Prices, parse
-from ddb_capacity_tools.simulator.candidates import CANDIDATES, STOCK
-from ddb_capacity_tools.simulator.ensemble import settings_of
-from ddb_capacity_tools.simulator.run import DEFAULT_POLICIES, simulate
-from ddb_capacity_tools.simulator.text import counted, fixed_width
-from ddb_capacity_tools.simulator.tune import tune
+from ddb_capacity_tools import compiled
+
+if __name__ == "__main__":  # run as a program (never when imported): as the command runs
+    compiled.activate()
+
+import ddb_capacity_tools  # noqa: E402 (after the compiled modules are chosen)
+from benchmarks.reserve_plan import generated_fleet  # noqa: E402
+from benchmarks.simulate_noisy_30_days import noisy_diurnal  # noqa: E402
+from ddb_capacity_tools import reserve  # noqa: E402
+from ddb_capacity_tools.simulator import ModelParams, Prices, parse  # noqa: E402
+from ddb_capacity_tools.simulator.candidates import CANDIDATES, STOCK  # noqa: E402
+from ddb_capacity_tools.simulator.ensemble import settings_of  # noqa: E402
+from ddb_capacity_tools.simulator.run import DEFAULT_POLICIES, simulate  # noqa: E402
+from ddb_capacity_tools.simulator.text import counted, fixed_width  # noqa: E402
+from ddb_capacity_tools.simulator.tune import tune  # noqa: E402
 
 LOOP_ADDITIONS = 10**7
 TUNE_GOAL_UNITS = 20.0
@@ -193,9 +204,12 @@ def _figures(r: Measured) -> tuple[str, str, str, str]:
     return r.name, f"{r.cpu:,.2f}", f"{r.cpu / r.unit:,.1f}", f"{r.unit:.3f}"
 
 
-def baseline(folder: Path, argv: Sequence[str]) -> list[Measured]:
+def baseline(
+    folder: Path, argv: Sequence[str], environ: dict[str, str] | None = None
+) -> list[Measured]:
     """The measurements ``argv`` names, made in a process of their own with the tools of the
-    checkout ``folder`` (its ``lambda_src`` first on the path) and this benchmark."""
+    checkout ``folder`` (its ``lambda_src`` first on the path) and this benchmark, with
+    ``environ`` added to its environment."""
     tools = folder / "lambda_src"
     if not (tools / "ddb_capacity_tools").is_dir():
         raise SystemExit(
@@ -203,7 +217,7 @@ def baseline(folder: Path, argv: Sequence[str]) -> list[Measured]:
             "lambda_src/ddb_capacity_tools (e.g. a git worktree of an earlier commit)"
         )
     here = Path(__file__).resolve().parent.parent
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tools), str(here)])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tools), str(here)]), **(environ or {})}
     done = subprocess.run(  # noqa: S603 (this interpreter, this benchmark's own module)
         [sys.executable, "-m", "benchmarks.tool_speed", *argv, "--emit-json"],
         env=env,
@@ -237,15 +251,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="DIR",
         help="also measure the tools of this checkout, first, and print both side by side",
     )
+    parser.add_argument(
+        "--plain",
+        action="store_true",
+        help="also measure the plain modules, first, and print both side by side",
+    )
     parser.add_argument("--emit-json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.tables < 1:
         parser.error(f"--tables: got {args.tables}; expected a whole number of 1 or more")
-    before = None
+    if args.plain and args.baseline is not None:
+        parser.error("--plain and --baseline: give one (each names what is measured before)")
+    before, given = None, list(sys.argv[1:] if argv is None else argv)
     if args.baseline is not None:
-        given = list(sys.argv[1:] if argv is None else argv)
         at = given.index("--baseline")
         before = baseline(args.baseline, given[:at] + given[at + 2 :])
+    if args.plain:
+        here = Path(__file__).resolve().parent.parent
+        plain = [a for a in given if a != "--plain"]
+        before = baseline(here, plain, {compiled.ENV: "0"})
     quick = args.quick
     days = 1 if quick else 14
     rows = []
@@ -262,10 +286,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.emit_json:
         print(json.dumps({"tools": ddb_capacity_tools.__file__, "rows": [vars(r) for r in rows]}))
         return 0
-    if before is not None:
+    modules = (
+        "the compiled modules"
+        if compiled.active()
+        else "the plain modules (no compiled build for this source, or DDB_CAPACITY_COMPILED=0)"
+    )
+    if args.plain:
+        print(f"before: the plain modules; now: {modules}")
+    elif before is not None:
         print(
             f"before: the tools of {args.baseline}; now: {Path(ddb_capacity_tools.__file__).parent}"
+            f", {modules}"
         )
+    else:
+        print(f"measured: {modules}")
     print(f"a unit: the CPU time of {LOOP_ADDITIONS:,} additions in a pure-Python loop\n")
     print(table(rows, before))
     if reserved is not None:

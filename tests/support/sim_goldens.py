@@ -196,10 +196,14 @@ def _block(name: str, rows: Sequence[str], indent: str) -> list[str]:
     ]
 
 
+UNSET_EMPTY = ("key_range", "on_demand", "max_on_demand")
+"""The recorded series a run sets only where it has them (empty: not set, not in a golden)."""
+
+
 def _series(result: DimensionResult, demand: Sequence[float]) -> dict[str, list[Any]]:
     """``result``'s recorded series, in ``SERIES``'s order then the others by name, each as
     long as the trace."""
-    recorded = vars(result.recorded)
+    recorded = {k: v for k, v in vars(result.recorded).items() if k not in UNSET_EMPTY or v}
     names = [n for n in SERIES if n in recorded] + sorted(set(recorded) - set(SERIES))
     for name in names:
         if len(recorded[name]) != len(demand) or None in recorded[name]:
@@ -240,7 +244,11 @@ def _minutes(series: dict[str, list[Any]], demand: Sequence[float]) -> list[str]
 def _result_lines(result: DimensionResult, demand: Sequence[float]) -> list[str]:
     """One dimension's result fields, one a line, and its listed minutes (declared
     windows' hours only where there are some: no golden's policy declares them)."""
-    fields = {k: v for k, v in vars(result).items() if k != "recorded" and (k != "hours" or v)}
+    fields = {
+        k: v
+        for k, v in vars(result).items()
+        if k != "recorded" and (k not in ("hours", "score_from") or v)
+    }
     series = _series(result, demand)
     lines = ["    {", '      "fields": {']
     items = [f"        {_line(k)}: {_line(_plain(v, k))}" for k, v in fields.items()]

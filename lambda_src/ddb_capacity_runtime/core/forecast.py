@@ -30,7 +30,7 @@ import zlib
 from collections.abc import Callable, Mapping, Sequence
 from copy import copy
 from dataclasses import dataclass, replace
-from typing import TypeVar
+from typing import ClassVar, TypeVar
 
 from .floorplan import MAX_RESERVE, PLAN_MINUTES, PLAN_STEPS, STEP_MINUTES, FloorPlan
 from .periods import DAY_MINUTES, find_period
@@ -422,7 +422,7 @@ class Replay:
     overlaps, or starting later past a window a floor read) is replayed whole, or the
     floors it changes are."""
 
-    KEPT = 16
+    KEPT: ClassVar[int] = 16
     """The most parts of each kind kept (the least recently used goes first): the aims an
     hourly forecast moves between, at most."""
 
@@ -668,7 +668,9 @@ def _with(d: Dimension, **changes: object) -> Dimension:
     """``dataclasses.replace(d, **changes)`` for a `Dimension`, whose fields are all
     init fields without a ``__post_init__``: the same object, made by copying its fields
     (a tick's hot path)."""
-    made: Dimension = object.__new__(type(d))
+    if not hasattr(d, "__dict__"):  # compiled (`ddb_capacity_tools.compiled`): no __dict__
+        return replace(d, **changes)  # type: ignore[arg-type]
+    made: Dimension = type(d).__new__(type(d))
     made.__dict__.update(d.__dict__, **changes)
     return made
 

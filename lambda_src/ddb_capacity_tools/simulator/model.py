@@ -49,7 +49,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import accumulate, repeat
-from typing import ClassVar, NamedTuple
+from typing import NamedTuple
 
 from ddb_capacity_runtime.core.decreases import DecreaseLedger
 from ddb_capacity_runtime.core.delivery import WITNESS_LAG_MINUTES, WITNESS_PERIOD_MINUTES
@@ -131,25 +131,25 @@ class Recorded:
     throttled: list[float] = field(default_factory=list)
     provisioned: list[int] = field(default_factory=list)
     throttle_events: list[float] = field(default_factory=list)
-    key_range: ClassVar[Sequence[float]] = ()
+    key_range: Sequence[float] = field(default=(), repr=False, compare=False)
     """Of ``throttled``, per minute, what the hot partition refused (key-range throttles). Set
     (`with_key_range`) only by a run with the partition model on; else empty: nothing was refused by
     key range."""
-    on_demand: ClassVar[Sequence[float]] = ()
+    on_demand: Sequence[float] = field(default=(), repr=False, compare=False)
     """Of ``throttled``, per minute, what on-demand's limits refused: over double the previous peak
     and the warm throughput (``on_demand``), over the maximum throughput (``max_on_demand``). Set
     (`with_on_demand`) only by an on-demand run that refused some; else empty."""
-    max_on_demand: ClassVar[Sequence[float]] = ()
+    max_on_demand: Sequence[float] = field(default=(), repr=False, compare=False)
 
     def with_key_range(self, refused: Sequence[float]) -> Recorded:
         """This record, with the key-range refusals of each minute."""
-        self.__dict__["key_range"] = list(refused)
+        self.key_range = list(refused)
         return self
 
     def with_on_demand(self, over_peak: Sequence[float], over_cap: Sequence[float]) -> Recorded:
         """This record, with what on-demand's limits refused each minute."""
-        self.__dict__["on_demand"] = list(over_peak)
-        self.__dict__["max_on_demand"] = list(over_cap)
+        self.on_demand = list(over_peak)
+        self.max_on_demand = list(over_cap)
         return self
 
 

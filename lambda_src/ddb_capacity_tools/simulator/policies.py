@@ -101,6 +101,18 @@ COMPOSED = frozenset({"hybrid", "windows"})
 """The kinds composed from an autopilot run and an on-demand run, minute by minute (`hybrid`): the
 hybrid learns its on-demand hours each day, the declared windows (``windows``) keep the same hours
 every day."""
+_COMPILED = not __file__.endswith(".py")
+"""Whether this module runs compiled (`ddb_capacity_tools.compiled`): its classes then have no
+``__dict__`` to copy."""
+_NAMED_KINDS = COMPOSED | {
+    "on-demand",
+    "oracle",
+    "bound",
+    "throttle-aware",
+    "scheduled",
+    "autopilot",
+}
+"""The kinds a policy is named by alone (no ``:N`` or ``:T``)."""
 RESERVABLE = frozenset({"stock", "scheduled", "throttle-aware", "autopilot"})
 """The kinds ``+reserved`` applies to: those that decrease capacity."""
 
@@ -191,7 +203,7 @@ def parse(
                 f"policies only"
             )
         return Spec(text, spec.kind, spec.value, spec.with_stock, lumped=True)
-    if t in ("on-demand", "oracle", "bound", "throttle-aware", "scheduled", "autopilot", *COMPOSED):
+    if t in _NAMED_KINDS:
         return Spec(text, t, 70 if t == "scheduled" else None)
     if m := re.fullmatch(r"fixed:(-?\d+)", t):
         n = int(m.group(1))
@@ -741,6 +753,8 @@ class _Described(ManagedTable):
     each tick) is `copy.copy`'s, without the generic protocol's cost."""
 
     def __copy__(self) -> _Described:
+        if _COMPILED:
+            return replace(self)
         clone = object.__new__(type(self))
         clone.__dict__.update(self.__dict__)
         return clone

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from itertools import repeat
-from typing import Any, ClassVar, TextIO
+from typing import Any, TextIO
 
 from ddb_capacity_runtime.core.names import DIMENSIONS
 from ddb_capacity_runtime.core.validators import is_whole
@@ -61,7 +61,7 @@ class DimensionResult:
     hours: tuple[bool, ...] = ()
     """Declared windows' (``windows``): the 24 hours of the day (UTC) they put on-demand; else
     empty."""
-    score_from: ClassVar[int] = 0
+    score_from: int = field(default=0, repr=False, compare=False)
     """The trace minute from which the results count (``run_policy``'s ``score_from``); ``recorded``
     holds every minute. Set only when it is not 0 (`_scored`)."""
 
@@ -287,7 +287,7 @@ def _scored(spec: Spec, key: Key, r: Recorded, start: int, **rest: Any) -> Dimen
         **rest,
     )
     if start:
-        result.__dict__["score_from"] = start
+        result.score_from = start
     return result
 
 
