@@ -668,9 +668,7 @@ def _with(d: Dimension, **changes: object) -> Dimension:
     """``dataclasses.replace(d, **changes)`` for a `Dimension`, whose fields are all
     init fields without a ``__post_init__``: the same object, made by copying its fields
     (a tick's hot path)."""
-    if not hasattr(d, "__dict__"):  # compiled (`ddb_capacity_tools.compiled`): no __dict__
-        return replace(d, **changes)  # type: ignore[arg-type]
-    made: Dimension = type(d).__new__(type(d))
+    made: Dimension = object.__new__(type(d))
     made.__dict__.update(d.__dict__, **changes)
     return made
 
