@@ -181,7 +181,9 @@ def table(rows: Sequence[Measured], before: Sequence[Measured] | None = None) ->
         plain: list[tuple[str, ...]] = [(*head, "goal", "verdict")]
         plain += [(*_figures(r), r.goal, r.verdict) for r in rows]
         return "\n".join(fixed_width(plain, left=1))
-    cells: list[tuple[str, ...]] = [(*head, "units before", "x faster", "goal", "verdict")]
+    cells: list[tuple[str, ...]] = [
+        (*head, "CPU s before", "units before", "x faster", "goal", "verdict")
+    ]
     for now, then in zip(rows, before, strict=True):
         if now.name != then.name:
             raise SystemExit(
@@ -191,6 +193,7 @@ def table(rows: Sequence[Measured], before: Sequence[Measured] | None = None) ->
         cells.append(
             (
                 *_figures(now),
+                f"{then.cpu:,.2f}",
                 f"{then.cpu / then.unit:,.1f}",
                 f"{faster:,.1f}",
                 now.goal,

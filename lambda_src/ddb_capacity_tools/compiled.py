@@ -39,6 +39,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import TextIO
 
+from .tool_errors import CompileError as CompileError
+
 MODULES = (
     "ddb_capacity_runtime.core.bucket",
     "ddb_capacity_runtime.core.decreases",
@@ -71,10 +73,6 @@ BUILT = "BUILT"
 """The file a finished build writes last (what it compiled, and with what)."""
 SOURCE_ROOT = Path(__file__).resolve().parent.parent
 """The folder holding both packages (``ddb_capacity_runtime`` and ``ddb_capacity_tools``)."""
-
-
-class BuildError(Exception):
-    """The build failed; the message says why (mypyc's or the C compiler's last words)."""
 
 
 def source(module: str) -> Path:
@@ -161,7 +159,7 @@ def active() -> bool:
 def build(folder: Path, out: TextIO) -> Path:
     """Compile `MODULES` into ``folder``/`fingerprint` (made whole or not at all: a build
     is moved into place once finished) and remove older builds there; the build's folder.
-    Raises `BuildError`."""
+    Raises `CompileError`."""
     target = folder / fingerprint()
     if (target / BUILT).is_file():
         out.write(f"compiled modules: up to date in {target}\n")
@@ -183,7 +181,7 @@ def build(folder: Path, out: TextIO) -> Path:
                 shutil.copy2(path, dest)
         missing = set(MODULES) - set(_files(staged))
         if missing:
-            raise BuildError(f"mypyc built no module for {', '.join(sorted(missing))}")
+            raise CompileError(f"mypyc built no module for {', '.join(sorted(missing))}")
         (staged / BUILT).write_text(json.dumps(_stamp(), indent=1) + "\n")
         staged.rename(target)
     for old in folder.iterdir():
@@ -208,10 +206,10 @@ def _mypyc(work: Path) -> None:
             check=False,
         )
     except OSError as exc:
-        raise BuildError(f"mypyc could not start: {exc}") from None
+        raise CompileError(f"mypyc could not start: {exc}") from None
     if done.returncode != 0:
         tail = "\n".join(done.stdout.strip().splitlines()[-15:])
-        raise BuildError(f"mypyc failed (exit {done.returncode}):\n{tail}")
+        raise CompileError(f"mypyc failed (exit {done.returncode}):\n{tail}")
 
 
 def _stamp() -> dict[str, object]:
@@ -265,8 +263,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         parser.error(f"--folder: none given, and ${ENV} turns the builds off")
     try:
         build(folder, out)
-    except (BuildError, OSError) as exc:
-        out.write(f"compiled modules: not built ({exc}); the plain modules run\n")
+    except (CompileError, OSError) as exc:
+        out.write(f"compiled modules: not built, the plain modules run: {exc}\n")
         return 1
     return 0
 

@@ -3,7 +3,8 @@
 Every exception class of the tools, in one module to read top to bottom; each is a
 `CapacityError` (the library's one root, ``ddb_capacity_runtime.core.errors``) and a
 ``ValueError``: each refuses an input (an option, a file, a setting) and its message names
-the field, the value received and what is allowed. Each is importable from the module that
+the field, the value received and what is allowed (but `CompileError`, a ``RuntimeError``:
+the compiled modules' build failed). Each is importable from the module that
 raises it too. And `option_named`: a file's error, read for an option, names the option;
 `whole`: an option's whole number, anything else refused saying so; `printable`: a name
 from the user's files or arguments as the tools print it; `reason_of`: an exception as a
@@ -46,6 +47,11 @@ def reason_of(exc: BaseException) -> str:
     if isinstance(exc, CapacityError):
         return str(exc) or type(exc).__name__
     return describe_error(exc)
+
+
+class CompileError(CapacityError, RuntimeError):
+    """The compiled modules' build failed (``ddb_capacity_tools.compiled``); the message
+    says why (mypyc's or the C compiler's last words)."""
 
 
 class RequestInputError(CapacityError, ValueError):

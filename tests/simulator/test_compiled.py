@@ -10,6 +10,7 @@ without a C compiler the comparison is skipped, with one a missing build fails i
 from __future__ import annotations
 
 import importlib.machinery
+import io
 import os
 import pickle
 import shutil
@@ -261,3 +262,36 @@ def test_the_fingerprint_follows_every_compiled_source(tmp_path: Path) -> None:
         now = printed()
         assert now != first
         first = now
+
+
+def test_a_failed_build_leaves_nothing_and_says_the_plain_modules_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def fails(work: Path) -> None:
+        (work / "half-built.so").write_bytes(b"")
+        raise compiled.CompileError("mypyc failed (exit 1):\nerror: something")
+
+    monkeypatch.setattr(compiled, "_mypyc", fails)
+    out = io.StringIO()
+    assert compiled.main(["build", "--folder", str(tmp_path)], out) == 1
+    assert (
+        "compiled modules: not built, the plain modules run: mypyc failed (exit 1):\nerror: "
+        in (out.getvalue())
+    )
+    assert list(tmp_path.iterdir()) == []
+    assert not compiled.activate(tmp_path)
+
+
+def test_status_says_whether_a_build_matches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(compiled.ENV, str(tmp_path))
+    assert compiled.status().startswith(
+        f"compiled modules: none built for this source in {tmp_path}"
+    )
+    _built(tmp_path)
+    assert compiled.status() == (
+        f"compiled modules: built for this source in {tmp_path / compiled.fingerprint()}"
+    )
+    monkeypatch.setenv(compiled.ENV, "off")
+    assert compiled.status() == "compiled modules: off ($DDB_CAPACITY_COMPILED is 'off')"
