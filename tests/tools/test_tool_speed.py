@@ -57,17 +57,33 @@ def test_a_baseline_is_measured_by_its_own_tools_and_printed_beside(
     assert tool_speed.main(["--quick", "--only", "simulate", "--baseline", str(root)]) == 0
     printed = capsys.readouterr().out
     assert f"before: the tools of {root}" in printed
-    assert "units before" in printed and "x faster" in printed
+    assert "CPU s before" in printed and "units before" in printed and "x faster" in printed
     row = re.search(
-        r"^simulate, .*?\s+([\d.,]+)\s+([\d.,]+)\s+([\d.]+)\s+([\d.,]+)\s+([\d.,]+)\s+<= 2",
+        r"^simulate, .*?\s+([\d.,]+)\s+([\d.,]+)\s+([\d.]+)\s+([\d.,]+)\s+([\d.,]+)"
+        r"\s+([\d.,]+)\s+<= 2",
         printed,
         re.M,
     )
     assert row is not None, printed
-    now, before, faster = (float(row[i].replace(",", "")) for i in (2, 4, 5))
+    now, before, faster = (float(row[i].replace(",", "")) for i in (2, 5, 6))
     assert before > 0 and now > 0
     # the speed-up is the units before over the units now, within the printed roundings
     assert (before - 0.05) / (now + 0.05) - 0.05 <= faster <= (before + 0.05) / (now - 0.05) + 0.05
 
     with pytest.raises(SystemExit, match=r"--baseline: got '.*nowhere'; expected a checkout"):
         tool_speed.main(["--quick", "--only", "simulate", "--baseline", str(tmp_path / "nowhere")])
+
+
+def test_the_plain_modules_are_measured_first_and_printed_beside(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--plain`` measures the plain modules in a process of their own (the compiled builds
+    turned off there) and prints both; here, imported, the benchmark runs the plain ones."""
+    from benchmarks import tool_speed
+
+    assert tool_speed.main(["--quick", "--only", "simulate", "--plain"]) == 0
+    printed = capsys.readouterr().out
+    assert "before: the plain modules; now: the plain modules (no compiled build" in printed
+    assert re.search(r"^simulate, .*\s[\d.]+\s+<= 2 units", printed, re.M), printed
+    with pytest.raises(SystemExit):
+        tool_speed.main(["--quick", "--plain", "--baseline", "."])
