@@ -22,6 +22,8 @@ traces through both and compares every figure.
 from __future__ import annotations
 
 import argparse
+import copyreg
+import dataclasses
 import hashlib
 import importlib.abc
 import importlib.machinery
@@ -33,11 +35,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from importlib.machinery import ModuleSpec
 from pathlib import Path
 from types import ModuleType
-from typing import TextIO
+from typing import Any, TextIO
 
 from .tool_errors import CompileError as CompileError
 
@@ -73,19 +76,25 @@ BUILT = "BUILT"
 """The file a finished build writes last (what it compiled, and with what)."""
 SOURCE_ROOT = Path(__file__).resolve().parent.parent
 """The folder holding both packages (``ddb_capacity_runtime`` and ``ddb_capacity_tools``)."""
+PACKAGES = ("ddb_capacity_runtime", "ddb_capacity_tools")
+SIMULATING = frozenset({"simulate", "backtest", "tune", "advise", "reserve"})
+"""The commands that run the compiled modules (`launch`): those that simulate. The others
+(a capacity request, ``local``'s tick) run the plain modules, as the Lambda functions do."""
+KEPT_BUILDS = 3
+"""The most builds kept in a folder (the newest): a build for each of a few checkouts
+sharing one environment, not every build ever made."""
 
 
-def source(module: str) -> Path:
-    """The source file of ``module`` (one of `MODULES`)."""
-    return SOURCE_ROOT.joinpath(*module.split(".")).with_suffix(".py")
-
-
-def fingerprint() -> str:
-    """What a build must match: the interpreter's tag, the machine and every compiled
-    module's source, as 16 hexadecimal digits."""
+def fingerprint(tree: Path = SOURCE_ROOT) -> str:
+    """What a build must match: the interpreter's tag, the machine and the source of both
+    packages under ``tree`` (every module, compiled or not: mypyc compiles against the
+    types and constants of the modules the compiled ones import), as 16 hexadecimal
+    digits."""
     digest = hashlib.sha256(f"{sys.implementation.cache_tag} {platform.machine()}".encode())
-    for module in MODULES:
-        digest.update(module.encode() + b"\0" + source(module).read_bytes() + b"\0")
+    for package in PACKAGES:
+        for path in sorted((tree / package).rglob("*.py")):
+            name = path.relative_to(tree).as_posix()
+            digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
 
 
@@ -111,6 +120,39 @@ def _files(folder: Path) -> dict[str, Path]:
     return found
 
 
+def _rebuild(cls: type, given: dict[str, object], later: dict[str, object]) -> object:
+    """An instance of the compiled dataclass ``cls`` made again from its fields (`_reduce`)."""
+    made = cls(**given)
+    for name, value in later.items():
+        object.__setattr__(made, name, value)
+    return made
+
+
+def _reduce(obj: Any) -> Any:
+    """How pickle sends an instance of a compiled dataclass to a worker process: its
+    constructor and its fields (a compiled frozen dataclass refuses the field-by-field
+    restore pickle would make otherwise)."""
+    given: dict[str, object] = {}
+    later: dict[str, object] = {}
+    for f in dataclasses.fields(obj):
+        (given if f.init else later)[f.name] = getattr(obj, f.name)
+    return _rebuild, (type(obj), given, later)
+
+
+class _Loader(importlib.machinery.ExtensionFileLoader):
+    """Loads a compiled module, then has pickle send its dataclasses by their fields."""
+
+    def exec_module(self, module: ModuleType) -> None:
+        super().exec_module(module)
+        for value in list(vars(module).values()):
+            if (
+                isinstance(value, type)
+                and value.__module__ == module.__name__
+                and dataclasses.is_dataclass(value)
+            ):
+                copyreg.pickle(value, _reduce)
+
+
 class _Finder(importlib.abc.MetaPathFinder):
     """Finds the compiled modules (and mypyc's shared library) in a build's folder."""
 
@@ -124,7 +166,11 @@ class _Finder(importlib.abc.MetaPathFinder):
         target: ModuleType | None = None,
     ) -> ModuleSpec | None:
         found = self.files.get(fullname)
-        return None if found is None else importlib.util.spec_from_file_location(fullname, found)
+        if found is None:
+            return None
+        return importlib.util.spec_from_file_location(
+            fullname, found, loader=_Loader(fullname, str(found))
+        )
 
 
 def activate(folder: Path | None = None) -> bool:
@@ -165,12 +211,14 @@ def build(folder: Path, out: TextIO) -> Path:
         out.write(f"compiled modules: up to date in {target}\n")
         return target
     folder.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=folder) as tmp:
+    _clear_unfinished(folder)
+    with tempfile.TemporaryDirectory(dir=folder, prefix=UNFINISHED) as tmp:
         work = Path(tmp, "source")
-        for package in ("ddb_capacity_runtime", "ddb_capacity_tools"):
+        for package in PACKAGES:
             shutil.copytree(
                 SOURCE_ROOT / package, work / package, ignore=shutil.ignore_patterns("__pycache__")
             )
+        target = folder / fingerprint(work)  # the source compiled, whatever changes meanwhile
         out.write(f"compiled modules: compiling {len(MODULES)} modules with mypyc\n")
         _mypyc(work)
         staged = Path(tmp, "built")
@@ -182,13 +230,33 @@ def build(folder: Path, out: TextIO) -> Path:
         missing = set(MODULES) - set(_files(staged))
         if missing:
             raise CompileError(f"mypyc built no module for {', '.join(sorted(missing))}")
-        (staged / BUILT).write_text(json.dumps(_stamp(), indent=1) + "\n")
-        staged.rename(target)
-    for old in folder.iterdir():
-        if old.is_dir() and old != target and (old / BUILT).is_file():
+        (staged / BUILT).write_text(json.dumps(_stamp(target.name), indent=1) + "\n")
+        try:
+            staged.rename(target)
+        except OSError:
+            if not (target / BUILT).is_file():  # else another build of the same source won
+                raise
+    builds = [b for b in folder.iterdir() if b.is_dir() and (b / BUILT).is_file()]
+    for old in sorted(builds, key=lambda b: (b / BUILT).stat().st_mtime)[:-KEPT_BUILDS]:
+        if old != target:
             shutil.rmtree(old, ignore_errors=True)
     out.write(f"compiled modules: built in {target}\n")
     return target
+
+
+UNFINISHED = "unfinished-"
+"""The prefix of a build's working folder, removed when its build ends."""
+STALE_SECONDS = 3600
+"""How old a working folder must be for the next build to remove it: one left behind by a
+build that was killed (a build takes about a minute)."""
+
+
+def _clear_unfinished(folder: Path) -> None:
+    """Remove the working folders of killed builds in ``folder``."""
+    now = time.time()
+    for old in folder.glob(f"{UNFINISHED}*"):
+        if old.is_dir() and now - old.stat().st_mtime > STALE_SECONDS:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def _mypyc(work: Path) -> None:
@@ -212,14 +280,14 @@ def _mypyc(work: Path) -> None:
         raise CompileError(f"mypyc failed (exit {done.returncode}):\n{tail}")
 
 
-def _stamp() -> dict[str, object]:
+def _stamp(name: str) -> dict[str, object]:
     """What a build records of itself."""
     try:
         from mypy.version import __version__ as mypy_version
     except ImportError:  # pragma: no cover - mypyc ran, so mypy is there
         mypy_version = "unknown"
     return {
-        "fingerprint": fingerprint(),
+        "fingerprint": name,
         "modules": list(MODULES),
         "python": sys.version.split()[0],
         "machine": platform.machine(),

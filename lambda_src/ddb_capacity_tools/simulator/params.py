@@ -191,6 +191,14 @@ class ModelParams:
     reserved_write_units: int = 0
     billing: str = DEFAULT_BASIS
 
+    def __post_init__(self) -> None:
+        # a whole number given as a float (2000.0) is the whole number it is: the compiled
+        # modules (`ddb_capacity_tools.compiled`) take a whole-number field's value as an int
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if type(value) is float and f.name not in FRACTIONAL and value.is_integer():
+                object.__setattr__(self, f.name, int(value))
+
     def validate(self, flags: bool = False) -> ModelParams:
         """Raise [`ModelError`][ddb_capacity_tools.simulator.ModelError] for the first field out of
         range, named as a field or, with ``flags``, as the command-line option."""

@@ -73,9 +73,9 @@ class DimensionResult:
         throughput (or the table quota); ``provisioned`` the rest (capacity and burst fell
         short)."""
         r, start = self.recorded, self.score_from
-        key_range = sum(r.key_range[start:]) * 60
-        over_peak = sum(r.on_demand[start:]) * 60
-        over_cap = sum(r.max_on_demand[start:]) * 60
+        key_range = sum(r.key_range[start:], 0.0) * 60
+        over_peak = sum(r.on_demand[start:], 0.0) * 60
+        over_cap = sum(r.max_on_demand[start:], 0.0) * 60
         rest = self.throttled_requests - key_range - over_peak - over_cap
         return {  # (what the sums' rounding leaves is none)
             "provisioned": rest if rest > 1e-9 * self.throttled_requests else 0.0,
