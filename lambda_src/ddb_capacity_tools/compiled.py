@@ -71,6 +71,11 @@ the scaler's decisions and forecasts). The rest stay plain Python."""
 
 ENV = "DDB_CAPACITY_COMPILED"
 """The environment variable naming the builds' folder (`root`); ``0`` turns them off."""
+ACTIVE = "DDB_CAPACITY_COMPILED_ACTIVE"
+"""Set by `activate` to the builds' folder it took, for the process's children: a worker
+process started afresh (the ``spawn`` and ``forkserver`` start methods: macOS, Python 3.14)
+activates the same build as it imports the tools (``ddb_capacity_tools/__init__``), so
+that what the workers send back is what the parent's classes read."""
 OFF = ("0", "off", "false", "no")
 BUILT = "BUILT"
 """The file a finished build writes last (what it compiled, and with what)."""
@@ -190,7 +195,14 @@ def activate(folder: Path | None = None) -> bool:
     if not set(MODULES) <= set(files):
         return False
     sys.meta_path.insert(0, _Finder(files))
+    os.environ[ACTIVE] = str(where)
     return True
+
+
+def activate_inherited() -> bool:
+    """`activate` the build the parent process took (``$DDB_CAPACITY_COMPILED_ACTIVE``): in a
+    worker process started afresh, as the tools are first imported."""
+    return activate(Path(os.environ[ACTIVE]))
 
 
 def active() -> bool:

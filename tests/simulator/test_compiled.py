@@ -68,7 +68,7 @@ SCHEDULE = [
 """The ``scheduled`` policy's: a raised read minimum each half hour, lowered on the hour."""
 
 CHILD = """
-import pickle, struct, sys
+import multiprocessing, pickle, struct, sys
 from ddb_capacity_tools import compiled
 assert compiled.activate(), compiled.status()
 from ddb_capacity_tools.simulator import Prices, parse
@@ -76,9 +76,10 @@ from ddb_capacity_tools.simulator.run import run_policy, simulate
 assert compiled.active(), "the compiled modules were not the ones imported"
 read, write = sys.stdin.buffer, sys.stdout.buffer
 while head := read.read(4):
-    policies, trace, params, tick, start, recorded = pickle.loads(
+    policies, trace, params, tick, start, recorded, method = pickle.loads(
         read.read(struct.unpack(">I", head)[0])
     )
+    multiprocessing.set_start_method(method, force=True)
     if len(policies) == 1:
         runs = run_policy(parse(policies[0]), trace, params, Prices(), None, tick, None, start)
     else:  # in worker processes
@@ -115,12 +116,13 @@ class Child:
         params: ModelParams,
         tick: int = DEFAULT_TICK_MINUTES,
         start: int | None = None,
+        method: str = "fork",
     ) -> list[str]:
-        """Each result of ``policies`` (one: run here; more: in worker processes), as
-        ``repr`` shows it: the policy, its JSON and its recorded series."""
+        """Each result of ``policies`` (one: run here; more: in worker processes started by
+        ``method``), as ``repr`` shows it: the policy, its JSON and its recorded series."""
         stdin, stdout = self.process.stdin, self.process.stdout
         assert stdin is not None and stdout is not None
-        blob = pickle.dumps((policies, trace, params, tick, start, RECORDED))
+        blob = pickle.dumps((policies, trace, params, tick, start, RECORDED, method))
         stdin.write(struct.pack(">I", len(blob)) + blob)
         stdin.flush()
         size = struct.unpack(">I", _read(stdout, 4))[0]
@@ -223,10 +225,12 @@ def test_a_compiled_run_is_the_plain_run(
     assert child.run([policy], trace, params, tick, start) == want
 
 
-def test_policies_run_in_worker_processes_as_in_one(child: Child) -> None:
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_policies_run_in_worker_processes_as_in_one(child: Child, method: str) -> None:
     """What crosses to and from worker processes by pickle (the policies, the model, the
     results) arrives whole: a frozen compiled dataclass refuses the field-by-field restore
-    pickle makes of other classes."""
+    pickle makes of other classes. A worker started afresh (spawn) runs the same build, so
+    that the results it sends are what the parent's compiled classes read."""
     minutes = 180
     trace = Trace(
         "steps",
@@ -240,7 +244,8 @@ def test_policies_run_in_worker_processes_as_in_one(child: Child) -> None:
     }
     for policies, params in runs.items():
         want = [r for p in policies for r in _plain(p, trace, params, DEFAULT_TICK_MINUTES, None)]
-        assert sorted(child.run(list(policies), trace, params)) == sorted(want)
+        got = child.run(list(policies), trace, params, method=method)
+        assert sorted(got) == sorted(want)
 
 
 def test_every_policy_of_the_list_parses() -> None:
@@ -444,3 +449,30 @@ def test_a_whole_number_given_as_a_float_is_taken_as_that_whole_number() -> None
     assert type(params.burst_fraction) is float  # a fraction stays a fraction
     with pytest.raises(ValueError, match=r"warm_read_units: got 2000.5; expected a whole number"):
         ModelParams(warm_read_units=2000.5).validate()  # type: ignore[arg-type]
+
+
+def test_a_worker_started_afresh_runs_the_same_build(child: Child) -> None:
+    """A worker process started afresh (spawn: macOS, and Python 3.14's forkserver) by a
+    process running the compiled modules imports them too."""
+    script = (
+        "import multiprocessing\n"
+        "from concurrent.futures import ProcessPoolExecutor\n"
+        "from ddb_capacity_tools import compiled\n"
+        "assert compiled.activate()\n"
+        "import ddb_capacity_tools.simulator.run\n"
+        "ask = ('__import__(\"ddb_capacity_tools.simulator.run\") and '\n"
+        "       '__import__(\"ddb_capacity_tools.compiled\").compiled.active()')\n"
+        "if __name__ == '__main__':\n"
+        "    context = multiprocessing.get_context('spawn')\n"
+        "    with ProcessPoolExecutor(1, mp_context=context) as pool:\n"
+        "        print('worker compiled:', pool.submit(eval, ask).result())\n"
+    )
+    done = subprocess.run(  # noqa: S603 (this interpreter, the script above)
+        [sys.executable, "-c", script],
+        env={**os.environ, "PYTHONPATH": str(ROOT / "lambda_src")},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.splitlines()[-1] == "worker compiled: True", done.stdout + done.stderr
