@@ -13,6 +13,7 @@ import copy
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import Any
 
 from ddb_capacity_runtime.core.policy import capacity_units
 
@@ -36,7 +37,16 @@ from .params import ModelParams
 from .policies import COMPOSED, DEFAULT_TICK_MINUTES, Spec, parse
 from .prices import Prices
 from .progress import Progress
-from .run import DimensionResult, compose_hybrid, hybrid_base, recovery_minutes, simulate
+from .run import (
+    DimensionResult,
+    check_score_from,
+    compose_hybrid,
+    hybrid_base,
+    recovery_minutes,
+    run_policy,
+    simulate,
+)
+from .run_pool import Job, run_all
 from .scaler_cost import monthly_scaler_cost
 from .stream_cost import monthly_stream_cost
 from .trace import Trace
@@ -166,31 +176,89 @@ def _runs(
     count: _Count | None = None,
     learned: dict[str, tuple[bool, ...]] | None = None,
 ) -> list[list[DimensionResult]]:
-    """Per setting, the results of every policy of ``names`` (see `place`); ``count`` takes
-    a step a run (one policy under one setting). Declared windows keep the hours learned
-    under the first setting they run in, kept in ``learned`` (by name) across calls: one
-    deployment has one set of hours, whatever the setting."""
+    """Per setting, the results of every policy of ``names`` (see `place`), every run of
+    every setting in one pool of ``workers`` processes (`run_pool`); ``count`` takes a step
+    a run (one policy under one setting). Declared windows keep the hours learned under the
+    first setting they run in, kept in ``learned`` (by name) across calls: one deployment
+    has one set of hours, whatever the setting."""
     warmed, ran, hybrids = _run_plan(names, settings[0].max_capacity) if settings else ([], [], [])
     learned = {} if learned is None else learned
     streams = [n for n in names if streamed(n) and n not in warmed]
     count = count or _Count(None, "", 0)
-    runs = []
+    check_score_from(score_from, trace)
+    jobs: list[Job] = []
     for n, p in enumerate(settings, 1):
-        count.setting = f"setting {count.first + n} of {count.settings or len(settings)}"
-        processes = workers or os.cpu_count() or 1
-        results = simulate(
-            trace, ran, p, prices, None, tick, None, processes, score_from=score_from, ran=count
+        setting = f"setting {count.first + n} of {count.settings or len(settings)}"
+        jobs += _setting_jobs(
+            trace, (ran, streams, warmed), p.validate(), prices, tick, score_from, setting
         )
+    done = iter(run_all(jobs, workers or os.cpu_count() or 1, lambda job: count(job.label)))
+    runs = []
+    for p in settings:
+        results = [r for _ in ran for r in next(done)]
         counted = (score_from or 0, p.billing, recovery_minutes(p, tick))
         results += _hybrids(hybrids, results, trace, prices, counted, learned)
-        if streams:
-            results += _with_stream(streams, trace, p, prices, tick, workers, score_from, count)
-        for name in warmed:
-            results += _prewarmed(name, trace, p, prices, tick, score_from)
-            count(name)
+        results += _named_streams(streams, p, [next(done) for _ in _unique(streams, p)])
+        results += [r for _ in warmed for r in next(done)]
         runs.append(results)
     count.first += len(settings)
     return runs
+
+
+HEAVY = {"oracle": 5, **dict.fromkeys(SCALER_KINDS, 10)}
+"""How long a run of each kind takes against a stock run's (about): the heavier are handed
+out first (`run_pool.Job.weight`)."""
+
+
+def _setting_jobs(
+    trace: Trace,
+    candidates: tuple[Sequence[Spec], Sequence[str], Sequence[str]],
+    p: ModelParams,
+    prices: Prices,
+    tick: int,
+    score_from: int | None,
+    setting: str,
+) -> list[Job]:
+    """The runs of the setting ``p``, in the order `_runs` reads their results: the policies
+    simulated together, each stream candidate's policy once (`_unique`), on a table whose
+    stream is a signal, and each pre-warmed candidate (`_prewarmed`); each named for progress
+    with ``setting``."""
+    ran, streams, warmed = candidates
+
+    def job(work: Callable[..., list[DimensionResult]], args: tuple[Any, ...], name: str) -> Job:
+        weight = HEAVY.get(spec_of(name, p.max_capacity).kind, 1)
+        return Job(work, args, f"{name}, {setting}", weight)
+
+    streaming = replace(p, stream_seconds=p.stream_seconds or STREAM_SECONDS)
+    out = [
+        job(run_policy, (s, trace, p, prices, None, tick, None, score_from), s.text) for s in ran
+    ]
+    out += [
+        job(run_policy, (s, trace, streaming, prices, None, tick, None, score_from), s.text)
+        for s in _unique(streams, p)
+    ]
+    out += [job(_prewarmed, (n, trace, p, prices, tick, score_from), n) for n in warmed]
+    return out
+
+
+def _unique(streams: Sequence[str], p: ModelParams) -> list[Spec]:
+    """The policies the `STREAM` candidates ``streams`` run, each once."""
+    return list({s.text: s for s in (spec_of(n, p.max_capacity) for n in streams)}.values())
+
+
+def _named_streams(
+    streams: Sequence[str], p: ModelParams, ran: Sequence[list[DimensionResult]]
+) -> list[DimensionResult]:
+    """The `STREAM` candidates' results, named by candidate, from the runs of their
+    policies (``ran``, as `_unique` lists them)."""
+    out = []
+    for name in streams:
+        text = spec_of(name, p.max_capacity).text
+        for r in (r for results in ran for r in results if r.policy == text):
+            mine = copy.copy(r)
+            mine.policy = name
+            out.append(mine)
+    return out
 
 
 class _Count:
@@ -199,7 +267,6 @@ class _Count:
 
     def __init__(self, progress: Progress | None, command: str, total: int) -> None:
         self.progress, self.command, self.total, self.done = progress, command, total, 0
-        self.setting = ""
         self.first = 0
         """the settings run before (settings are numbered on from it)"""
         self.settings = 0
@@ -207,10 +274,10 @@ class _Count:
         if progress is not None:
             progress(command, 0, total, "runs", "")
 
-    def __call__(self, spec: Spec | str) -> None:
+    def __call__(self, label: str) -> None:
+        """One run ended: ``label`` names it (the policy, the setting)."""
         self.done += 1
         if self.progress is not None:
-            label = f"{spec if isinstance(spec, str) else spec.text}, {self.setting}"
             self.progress(self.command, self.done, self.total, "runs", label)
 
 
@@ -296,45 +363,6 @@ def _prewarmed(
     for r in results:
         r.policy = name
     return results
-
-
-def _with_stream(
-    names: Sequence[str],
-    trace: Trace,
-    params: ModelParams,
-    prices: Prices,
-    tick: int,
-    workers: int | None,
-    score_from: int | None,
-    count: Callable[[Spec], None] | None = None,
-) -> list[DimensionResult]:
-    """The `STREAM` candidates ``names`` run together with the table's stream as a signal
-    (`STREAM_SECONDS` late, unless the model gives its own), their results named by
-    candidate; ``count(spec)`` as each run ends."""
-    streaming = replace(params, stream_seconds=params.stream_seconds or STREAM_SECONDS)
-    specs = {n: spec_of(n, params.max_capacity) for n in names}
-    unique = list({s.text: s for s in specs.values()}.values())
-    processes = workers or os.cpu_count() or 1
-    ran = simulate(
-        trace,
-        unique,
-        streaming,
-        prices,
-        None,
-        tick,
-        None,
-        processes,
-        score_from=score_from,
-        ran=count,
-    )
-    out = []
-    for name, spec in specs.items():
-        for r in ran:
-            if r.policy == spec.text:
-                mine = copy.copy(r)
-                mine.policy = name
-                out.append(mine)
-    return out
 
 
 def stream_dollars(name: str, trace: Trace, minutes: int, prices: Prices) -> float:
