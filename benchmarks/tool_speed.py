@@ -220,7 +220,8 @@ def baseline(
             "lambda_src/ddb_capacity_tools (e.g. a git worktree of an earlier commit)"
         )
     here = Path(__file__).resolve().parent.parent
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tools), str(here)]), **(environ or {})}
+    inherited = {k: v for k, v in os.environ.items() if k != compiled.ACTIVE}  # its own choice
+    env = {**inherited, "PYTHONPATH": os.pathsep.join([str(tools), str(here)]), **(environ or {})}
     done = subprocess.run(  # noqa: S603 (this interpreter, this benchmark's own module)
         [sys.executable, "-m", "benchmarks.tool_speed", *argv, "--emit-json"],
         env=env,

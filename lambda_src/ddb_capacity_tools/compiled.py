@@ -201,7 +201,11 @@ def activate(folder: Path | None = None) -> bool:
 
 def activate_inherited() -> bool:
     """`activate` the build the parent process took (``$DDB_CAPACITY_COMPILED_ACTIVE``): in a
-    worker process started afresh, as the tools are first imported."""
+    worker process started afresh, as the tools are first imported. Not where the builds
+    are turned off (``DDB_CAPACITY_COMPILED=0``: a process started to run the plain
+    modules)."""
+    if root() is None:
+        return False
     return activate(Path(os.environ[ACTIVE]))
 
 
@@ -248,12 +252,22 @@ def build(folder: Path, out: TextIO) -> Path:
         except OSError:
             if not (target / BUILT).is_file():  # else another build of the same source won
                 raise
-    builds = [b for b in folder.iterdir() if b.is_dir() and (b / BUILT).is_file()]
-    for old in sorted(builds, key=lambda b: (b / BUILT).stat().st_mtime)[:-KEPT_BUILDS]:
+    stamped = ((_built_at(b), b) for b in folder.iterdir() if b.is_dir())
+    finished = sorted((at, b) for at, b in stamped if at is not None)
+    for _, old in finished[:-KEPT_BUILDS]:
         if old != target:
             shutil.rmtree(old, ignore_errors=True)
     out.write(f"compiled modules: built in {target}\n")
     return target
+
+
+def _built_at(build: Path) -> float | None:
+    """When ``build`` was finished (None: not a finished build, or removed meanwhile by
+    another build's clearing)."""
+    try:
+        return (build / BUILT).stat().st_mtime
+    except OSError:
+        return None
 
 
 UNFINISHED = "unfinished-"

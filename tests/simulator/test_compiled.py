@@ -476,3 +476,30 @@ def test_a_worker_started_afresh_runs_the_same_build(child: Child) -> None:
         check=True,
     )
     assert done.stdout.splitlines()[-1] == "worker compiled: True", done.stdout + done.stderr
+
+
+def test_a_process_started_with_the_builds_off_runs_the_plain_modules(child: Child) -> None:
+    """A process told to run the plain modules (``DDB_CAPACITY_COMPILED=0``, as the speed
+    benchmark's ``--plain`` starts one) does, though its parent ran a build."""
+    folder = compiled.root()
+    assert folder is not None
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT / "lambda_src"),
+        compiled.ENV: "0",
+        compiled.ACTIVE: str(folder),
+    }
+    script = (
+        "from ddb_capacity_tools import compiled\n"
+        "import ddb_capacity_tools.simulator.run\n"
+        "print('compiled:', compiled.active())\n"
+    )
+    done = subprocess.run(  # noqa: S603 (this interpreter, the script above)
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "compiled: False"
+    env[compiled.ENV] = str(folder)  # and the same process, builds on, takes its parent's
+    done = subprocess.run(  # noqa: S603 (this interpreter, the script above)
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "compiled: True"

@@ -85,3 +85,20 @@ def test_each_setting_gets_the_runs_of_its_own_candidates(tmp_path: Path) -> Non
             (same,) = [a for a in alone if a.key == r.key]
             assert same.as_json() | {"policy": r.policy} == r.as_json()
             assert same.recorded == r.recorded
+
+
+def _mark(folder: str, n: int) -> int:
+    time.sleep(0.3)
+    Path(folder, str(n)).touch()
+    return n
+
+
+def test_a_failed_run_drops_the_runs_not_begun(tmp_path: Path) -> None:
+    """After a failure (or an interrupt) the runs still queued are not run: with every
+    setting's runs in one pool, they would be nearly the whole command's."""
+    jobs = [Job(int, ("x",), "bad", 10)] + [Job(_mark, (str(tmp_path), n), "n") for n in range(12)]
+    with pytest.raises(ValueError, match="invalid literal"):
+        run_all(jobs, 2)
+    time.sleep(0.5)  # any still under way ends meanwhile
+    # those under way or already handed to a process (one more each) ran, not all 12
+    assert len(list(tmp_path.iterdir())) <= 8

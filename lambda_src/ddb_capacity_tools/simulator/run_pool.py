@@ -29,7 +29,8 @@ def run_all(
 ) -> list[Any]:
     """Each job's result, in the order of ``jobs``: run here one after another with
     ``processes`` 1, else in that many processes, the heaviest first. ``ended(job)`` is
-    called as each ends (in the order they end); a failed job raises here."""
+    called as each ends (in the order they end); a failed job raises here, once the jobs
+    under way have ended (those not begun are dropped)."""
     if processes <= 1 or len(jobs) <= 1:
         out = []
         for job in jobs:
@@ -40,9 +41,13 @@ def run_all(
     order = sorted(range(len(jobs)), key=lambda i: -jobs[i].weight)  # stable: ties keep order
     with ProcessPoolExecutor(min(processes, len(jobs))) as pool:
         futures = {pool.submit(jobs[i].work, *jobs[i].args): i for i in order}
-        for future in as_completed(futures):
-            future.result()  # a failed run raises here
-            if ended is not None:
-                ended(jobs[futures[future]])
+        try:
+            for future in as_completed(futures):
+                future.result()  # a failed run raises here
+                if ended is not None:
+                    ended(jobs[futures[future]])
+        except BaseException:  # a failed run, or an interrupt: the runs not begun are dropped
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
         done = {i: f.result() for f, i in futures.items()}
     return [done[i] for i in range(len(jobs))]
