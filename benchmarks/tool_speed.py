@@ -220,8 +220,7 @@ def baseline(
             "lambda_src/ddb_capacity_tools (e.g. a git worktree of an earlier commit)"
         )
     here = Path(__file__).resolve().parent.parent
-    inherited = {k: v for k, v in os.environ.items() if k != compiled.ACTIVE}  # its own choice
-    env = {**inherited, "PYTHONPATH": os.pathsep.join([str(tools), str(here)]), **(environ or {})}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tools), str(here)]), **(environ or {})}
     done = subprocess.run(  # noqa: S603 (this interpreter, this benchmark's own module)
         [sys.executable, "-m", "benchmarks.tool_speed", *argv, "--emit-json"],
         env=env,

@@ -113,12 +113,15 @@ def root(environ: dict[str, str] | None = None) -> Path | None:
     return Path(value) if value else Path(sys.prefix, "share", "ddb-capacity", "compiled")
 
 
+SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+"""The endings of an extension module's file name on this interpreter."""
+
+
 def _files(folder: Path) -> dict[str, Path]:
     """Each extension module in ``folder`` by its module name."""
-    suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
     found = {}
     for path in folder.rglob("*"):
-        if path.is_file() and path.name.endswith(suffixes):
+        if path.is_file() and path.name.endswith(SUFFIXES):
             relative = path.relative_to(folder)
             name = relative.name.split(".", 1)[0]
             found[".".join([*relative.parent.parts, name])] = path
@@ -212,10 +215,7 @@ def activate_inherited() -> bool:
 def active() -> bool:
     """Whether every module of `MODULES` imported so far is compiled (and one is)."""
     loaded = [sys.modules[m] for m in MODULES if m in sys.modules]
-    return bool(loaded) and all(
-        str(getattr(m, "__file__", "")).endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
-        for m in loaded
-    )
+    return bool(loaded) and all(str(getattr(m, "__file__", "")).endswith(SUFFIXES) for m in loaded)
 
 
 def build(folder: Path, out: TextIO) -> Path:

@@ -34,7 +34,6 @@ from __future__ import annotations
 import os
 import statistics
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -43,6 +42,7 @@ from .params import ModelError, ModelParams
 from .policies import DEFAULT_TICK_MINUTES, Spec
 from .prices import Prices
 from .run import DimensionResult, simulate
+from .run_pool import Job, run_all
 from .text import cost_heading, fixed_width
 from .trace import Key, Trace, key_label
 
@@ -283,13 +283,11 @@ def run_ensemble(
     default the CPU count; 1 runs them here). ``score_from``: the trace minute every
     setting's results count from (``run_policy``'s)."""
     prices = prices or Prices()
-    jobs = [(trace, specs, p, prices, schedule, tick, score_from) for p in settings]
-    workers = min(len(jobs), workers or os.cpu_count() or 1)
-    if workers <= 1:
-        runs = [_one(job) for job in jobs]
-    else:
-        with ProcessPoolExecutor(workers) as pool:
-            runs = list(pool.map(_one, jobs))
+    jobs = [
+        Job(_one, ((trace, specs, p, prices, schedule, tick, score_from),), f"setting {n}")
+        for n, p in enumerate(settings, 1)
+    ]
+    runs = run_all(jobs, workers or os.cpu_count() or 1)
     by: dict[tuple[str, Key], list[DimensionResult]] = {}
     for results in runs:
         for r in results:

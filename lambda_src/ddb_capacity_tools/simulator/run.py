@@ -7,7 +7,6 @@ from __future__ import annotations
 import operator
 import sys
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any, TextIO
@@ -33,6 +32,7 @@ from .policies import (
     ThrottleAware,
 )
 from .prices import Prices
+from .run_pool import Job, run_all
 from .text import on_a_terminal
 from .trace import Key, Trace, key_label
 
@@ -521,19 +521,18 @@ def simulate(
     results: list[DimensionResult] = []
     workers = min(workers, len(specs))
     if workers > 1:  # one process per policy at a time; results in policy order
-        with ProcessPoolExecutor(workers) as pool:
-            jobs = {
-                pool.submit(
-                    run_policy, spec, trace, params, prices, schedule, tick, None, score_from
-                ): spec
-                for spec in specs
-            }
-            if ran is not None:  # counted as each ends
-                for job in as_completed(jobs):
-                    job.result()  # a failed run raises here, as below
-                    ran(jobs[job])
-            for job in jobs:
-                results.extend(job.result())
+        jobs = [
+            Job(
+                run_policy,
+                (spec, trace, params, prices, schedule, tick, None, score_from),
+                spec.text,
+            )
+            for spec in specs
+        ]
+        by_text = {spec.text: spec for spec in specs}
+        ended = None if ran is None else (lambda job: ran(by_text[job.label]))
+        for runs in run_all(jobs, workers, ended):
+            results.extend(runs)
         return results
     for spec in specs:
         results.extend(
