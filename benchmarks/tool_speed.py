@@ -51,10 +51,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from types import ModuleType
 
-from ddb_capacity_tools import compiled
+compiled: ModuleType | None
+try:
+    from ddb_capacity_tools import compiled
+except ImportError:  # a checkout's tools from before the compiled modules (--baseline DIR)
+    compiled = None
 
-if __name__ == "__main__":  # run as a program (never when imported): as the command runs
+if __name__ == "__main__" and compiled is not None:  # run as a program, as the command runs
     compiled.activate()
 
 import ddb_capacity_tools  # noqa: E402 (after the compiled modules are chosen)
@@ -272,6 +277,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.plain:
         here = Path(__file__).resolve().parent.parent
         plain = [a for a in given if a != "--plain"]
+        if compiled is None:
+            parser.error("--plain: these tools have no compiled modules")
         before = baseline(here, plain, {compiled.ENV: "0"})
     quick = args.quick
     days = 1 if quick else 14
@@ -291,7 +298,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     modules = (
         "the compiled modules"
-        if compiled.active()
+        if compiled is not None and compiled.active()
         else "the plain modules (no compiled build for this source, or DDB_CAPACITY_COMPILED=0)"
     )
     if args.plain:

@@ -189,7 +189,7 @@ def activate(folder: Path | None = None) -> bool:
     if any(isinstance(f, _Finder) for f in sys.meta_path):
         return True
     where = root() if folder is None else folder
-    if where is None:
+    if where is None or not _imported_from_here():
         return False
     build = where / fingerprint()
     if not (build / BUILT).is_file() or any(m in sys.modules for m in MODULES):
@@ -199,6 +199,18 @@ def activate(folder: Path | None = None) -> bool:
         return False
     sys.meta_path.insert(0, _Finder(files))
     os.environ[ACTIVE] = str(where)
+    return True
+
+
+def _imported_from_here() -> bool:
+    """Whether the packages imported (or to be) are those `fingerprint` reads: not where
+    another copy of them comes first on the path (an earlier checkout's tools, measured
+    beside these), this module then found in these."""
+    for package in PACKAGES:
+        spec = importlib.util.find_spec(package)
+        origin = None if spec is None or spec.origin is None else Path(spec.origin).resolve()
+        if origin is None or origin.parent != SOURCE_ROOT / package:
+            return False
     return True
 
 

@@ -503,3 +503,36 @@ def test_a_process_started_with_the_builds_off_runs_the_plain_modules(child: Chi
         [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
     )
     assert done.stdout.strip() == "compiled: True"
+
+
+def test_a_build_is_not_taken_for_another_copy_of_the_packages(
+    child: Child, tmp_path: Path
+) -> None:
+    """Where another copy of the packages comes first on the path (an earlier checkout's
+    tools, as the speed benchmark's ``--baseline`` runs them) and this module is found in
+    these ones, the build of these is not used for that copy."""
+    for package in compiled.PACKAGES:
+        shutil.copytree(
+            compiled.SOURCE_ROOT / package,
+            tmp_path / package,
+            ignore=shutil.ignore_patterns("__pycache__", "compiled.py"),
+        )
+    script = (
+        "import ddb_capacity_tools\n"
+        "from ddb_capacity_tools import compiled\n"
+        "print(ddb_capacity_tools.__file__, compiled.__file__, compiled.activate())\n"
+    )
+    done = subprocess.run(  # noqa: S603 (this interpreter, the script above)
+        [sys.executable, "-c", script],
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT / "lambda_src")]),
+        },
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    package, module, taken = done.stdout.split()
+    assert Path(package).is_relative_to(tmp_path) and not Path(module).is_relative_to(tmp_path)
+    assert taken == "False"
