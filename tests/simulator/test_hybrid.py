@@ -16,11 +16,14 @@ from ddb_capacity_tools.simulator.hybrid import (
     SWITCHES_PER_DAY,
     best_windows,
     compose,
+    costed_hours,
+    hourly_savings,
     plan,
     within_limit,
 )
 from ddb_capacity_tools.simulator.model import Recorded
 from ddb_capacity_tools.simulator.prices import Prices
+from ddb_capacity_tools.simulator.run import DEFAULT_TICK_MINUTES, recovery_minutes
 from ddb_capacity_tools.simulator.scenarios import scenario
 from tests.support.hypothesis_profiles import examples
 
@@ -84,9 +87,13 @@ def _daily(
     return paid, charged
 
 
+def _plan(paid: list[float], charged: list[float], offset: int = 0, **kw: bool) -> list[bool]:
+    return plan(hourly_savings(paid, charged, offset), len(paid), offset, **kw)
+
+
 def test_plan_runs_on_demand_in_the_bursty_hours_from_the_second_day() -> None:
     paid, charged = _daily({10, 11, 12}, days=3)
-    mask = plan(paid, charged)
+    mask = _plan(paid, charged)
     assert not any(mask[:DAY])  # no history on the first day
     for day in (1, 2):
         on = [m % DAY for m in range(day * DAY, (day + 1) * DAY) if mask[m]]
@@ -97,17 +104,17 @@ def test_a_days_plan_uses_only_the_days_before_it() -> None:
     paid, charged = _daily({10}, days=3)
     changed = list(charged)
     changed[2 * DAY :] = [0.0] * DAY  # day 2 alone: on-demand free all day
-    assert plan(paid, charged)[: 3 * DAY] == plan(paid, changed)[: 3 * DAY]
+    assert _plan(paid, charged)[: 3 * DAY] == _plan(paid, changed)[: 3 * DAY]
     paid4, charged4 = _daily({10}, days=4)
     charged4[DAY : 3 * DAY] = [0.0] * (2 * DAY)  # the median of days 0-2 now says on-demand
-    assert not all(plan(paid4, charged4)[DAY + 60 * h] for h in range(24))
-    assert all(plan(paid4, charged4)[3 * DAY + 60 * h] for h in range(24))
+    assert not all(_plan(paid4, charged4)[DAY + 60 * h] for h in range(24))
+    assert all(_plan(paid4, charged4)[3 * DAY + 60 * h] for h in range(24))
 
 
 def test_plan_aligns_hours_to_the_clock_with_the_offset() -> None:
     paid, charged = _daily({10}, days=3)
     # the same costs, the trace starting at 06:00: its minute 0 is 06:00
-    shifted = plan(paid[360:], charged[360:], offset=360)
+    shifted = _plan(paid[360:], charged[360:], offset=360)
     assert shifted[DAY + 600 - 360] and not shifted[DAY + 600 - 361]
 
 
@@ -119,28 +126,39 @@ def _recorded(provisioned: list[int], served: list[float], throttled: list[float
 def test_compose_takes_each_minute_from_the_run_in_force_and_bills_it() -> None:
     prices = Prices()
     minutes = 3 * DAY
-    bursty = [(m % DAY) // 60 == 10 for m in range(minutes)]
-    # provisioned pays 1,000 units all day and refuses 5/s in the bursty hour; on-demand
-    # serves everything, 50 units/s outside the hour and 800 in it
+    hour = [(m % DAY) // 60 == 10 for m in range(minutes)]
+    spike = [m % DAY == 630 for m in range(minutes)]
+    # on-demand serves everything: 50 units/s all day but in hour 10, where a quiet 1/s has
+    # one minute at 800/s; provisioned pays 80 units, and 1,000 in hour 10, where it refuses
+    # 5/s in the busy minute
     key = (None, "write")
+    od_served = [800.0 if sp else 1.0 if h else 50.0 for h, sp in zip(hour, spike, strict=True)]
+    levels = [1000 if h else 80 for h in hour]
     base = _recorded(
-        [1000] * minutes,
-        [795.0 if b else 50.0 for b in bursty],
-        [5.0 if b else 0.0 for b in bursty],
+        levels,
+        [795.0 if sp else v for v, sp in zip(od_served, spike, strict=True)],
+        [5.0 if sp else 0.0 for sp in spike],
     )
-    od = _recorded([0] * minutes, [800.0 if b else 50.0 for b in bursty], [0.0] * minutes)
-    # at these prices on-demand is cheaper in every hour but the bursty one
+    od = _recorded([0] * minutes, od_served, [0.0] * minutes)
+    # on-demand is cheaper than 1,000 units in hour 10, and dearer than 80 in the others
+    costed = costed_hours({key: base}, {key: od}, prices, 0, 70)
+    saved = [h for h in range(24) if (costed[(0, h)].provisioned or 0) > costed[(0, h)].on_demand]
+    assert saved == [10]
+    # its least level is what 800/s needs at 70 %: 1,143 units for the hour
+    assert costed[(0, 10)].least == pytest.approx(1143 * prices.unit_hour("write"))
     out = compose({key: base}, {key: od}, prices, start=DAY)[key]
-    # on-demand exactly in the planned hours: each switch starts before its window
-    assert out.on_demand_minutes == 2 * 23 * 60
-    assert out.recorded.provisioned[:DAY] == [1000] * DAY
-    assert out.recorded.provisioned[DAY + 599] == 0 and out.recorded.provisioned[DAY + 600] == 1000
-    assert out.recorded.throttled[DAY + 600] == 5.0 and out.recorded.served[DAY + 600] == 795.0
+    # on-demand exactly in the planned hour from the second day: its switch starts before it
+    assert out.on_demand_minutes == 2 * 60
+    assert out.recorded.provisioned[:DAY] == levels[:DAY]
+    assert out.recorded.provisioned[DAY + 599] == 80 and out.recorded.provisioned[DAY + 600] == 0
+    assert out.recorded.throttled[DAY + 630] == 0.0 and out.recorded.served[DAY + 630] == 800.0
+    assert out.recorded.throttled[630] == 5.0  # the first day: provisioned, no history
+    mask = [m >= DAY and h for m, h in enumerate(hour)]
     expected = sum(
-        1000 / 60 * prices.unit_hour("write")
-        if b
-        else od.served[m] * 60 * prices.request_unit("write")
-        for m, b in enumerate(bursty)
+        od.served[m] * 60 * prices.request_unit("write")
+        if on
+        else levels[m] / 60 * prices.unit_hour("write")
+        for m, on in enumerate(mask)
         if m >= DAY
     )
     assert out.cost_usd == pytest.approx(expected)
@@ -165,7 +183,9 @@ def test_simulate_runs_the_hybrid_as_the_autopilot_and_on_demand_composed() -> N
     hybrid = run_policy(parse("hybrid:70"), trace, params, prices)
     base = run_policy(parse("autopilot:70"), trace, params, prices)
     od = run_policy(parse("on-demand"), trace, params, prices)
-    composed = compose({r.key: r.recorded for r in base}, {r.key: r.recorded for r in od}, prices)
+    mine, theirs = {r.key: r.recorded for r in base}, {r.key: r.recorded for r in od}
+    recovery = recovery_minutes(params, DEFAULT_TICK_MINUTES)
+    composed = compose(mine, theirs, prices, recovery=recovery)
     for r in hybrid:
         c = composed[r.key]
         assert r.policy == "hybrid:70"
@@ -196,7 +216,7 @@ def test_a_hybrids_target_is_checked_as_the_autopilots() -> None:
 def test_hindsight_plans_each_day_from_its_own_costs_and_never_pays_more() -> None:
     paid, charged = _daily({10}, days=3)
     charged[2 * DAY + 900 : 2 * DAY + 960] = [0.0] * 60  # day 2 alone: 15:00 is cheap
-    ahead, behind = plan(paid, charged), plan(paid, charged, hindsight=True)
+    ahead, behind = _plan(paid, charged), _plan(paid, charged, hindsight=True)
     assert behind[2 * DAY + 900] and not ahead[2 * DAY + 900]
     assert behind[600] and not ahead[600]  # day 0 too: its own costs, no history needed
 

@@ -7,9 +7,12 @@ less than the autopilot, and never more switches to on-demand than AWS allows.
 Billing mode is a table's, so the whole table (every dimension, every GSI) switches at
 once. Each day's plan is made from the days before it only (at most ``HISTORY_DAYS``):
 
-1. For each hour of the day, what each past day paid in that hour on the autopilot (its
-   provisioned capacity) and what on-demand would have charged for the same requests.
-   The hour's saving is the median over the past days of (autopilot - on-demand).
+1. For each hour of the day, what each past day would have paid in that hour provisioned
+   (the level target tracking at the hybrid's target needed for the hour's busiest minute)
+   and on-demand, from what the table served: the rule the deployed switch learns by
+   (``learn_on_demand_windows``, `ddb_capacity_runtime.core.on_demand_hours`), which sees
+   only what was served, whatever mode the table was in. The hour's saving is the median
+   over the past days of (provisioned - on-demand).
 2. The day's on-demand windows are the at most `SWITCHES_PER_DAY` runs of whole
    hours whose savings add up to the most (`best_windows`): a cheap hour between two
    on-demand ones joins them when the limit on windows makes that the better use of one
@@ -23,10 +26,12 @@ The first day has no history and runs on the autopilot alone.
 The declared windows (``windows``, ``windows:T``) are what a table deploys with
 ``add_on_demand_window``: the same hours every day, chosen once (`fixed_hours`) from the
 median saving of each hour of the day over the minutes they are learned from (``tune``: its
-fitting part), then kept. The deployed switch suspends the table's scalable targets from the
-switch's start and returns the table to its level of then: so from the switch's start to the
-window, and for ``recovery`` minutes after it (the autopilot's next tick and its UpdateTable),
-the table holds that level whatever the autopilot's own run did (`frozen`).
+fitting part), then kept.
+
+For both, the deployed switch suspends the table's scalable targets from the switch's start
+and returns the table to its level of then: so from the switch's start to the window, and for
+``recovery`` minutes after it (the autopilot's next tick and its UpdateTable), the table holds
+that level whatever the autopilot's own run did (`frozen`).
 
 Both count the switch's own minutes (`SWITCH_MINUTES`): each switch to on-demand starts that
 many minutes before its window's first hour (`led`), and those minutes are the autopilot's,
@@ -48,8 +53,16 @@ from __future__ import annotations
 import itertools
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from ddb_capacity_runtime.core.on_demand_hours import (
+    HISTORY_DAYS,
+    Hour,
+    best_windows,
+    day_plan,
+    day_savings,
+    hour_costs,
+)
 from ddb_capacity_runtime.core.switches import MAX_SWITCHES, recent
 
 from . import billing
@@ -70,8 +83,10 @@ __all__ = [
     "best_of",
     "fixed_hours",
     "frozen",
+    "hourly_savings",
     "led",
     "plan",
+    "costed_hours",
     "switched",
     "windows_of",
     "within_limit",
@@ -80,8 +95,6 @@ __all__ = [
 SWITCHES_PER_DAY = MAX_SWITCHES
 """Switches to on-demand AWS allows a table in a rolling 24 hours (switching back to provisioned is
 not limited)."""
-HISTORY_DAYS = 7
-"""The most past days a day's plan is made from."""
 DECLARED_PER_DAY = SWITCHES_PER_DAY - 1
 """The most declared windows a day `fixed_hours` chooses: one short of DynamoDB's limit, since
 windows at the same hours every day are exactly 24 hours apart, and a switch a few seconds late
@@ -100,52 +113,6 @@ DAY = 1440
 HOUR = 60
 
 
-def best_windows(savings: Sequence[float], most: int = SWITCHES_PER_DAY) -> list[bool]:
-    """Which hours of ``savings`` (dollars on-demand saves in each hour; negative: what it
-    costs more) run on-demand: at most ``most`` runs of consecutive hours, chosen so that
-    their savings add up to the most. Hours that save nothing are never chosen on their
-    own (an empty plan when no hour saves)."""
-    n = len(savings)
-    if most < 1 or n == 0:
-        return [False] * n
-    # best[k][i]: the most saved in hours < i with k runs, the last ending before i (off)
-    # or at i - 1 (on); how[k][i]: how that state was reached, to walk back.
-    neg = float("-inf")
-    off = [[0.0] * (n + 1) for _ in range(most + 1)]
-    on = [[neg] * (n + 1) for _ in range(most + 1)]
-    came_off = [[False] * (n + 1) for _ in range(most + 1)]  # off[k][i] from on[k][i-1]
-    came_on = [[False] * (n + 1) for _ in range(most + 1)]  # on[k][i] from off[k-1][i-1]
-    for i in range(1, n + 1):
-        s = savings[i - 1]
-        for k in range(most + 1):
-            from_on = on[k][i - 1]
-            if from_on > off[k][i - 1]:
-                off[k][i], came_off[k][i] = from_on, True
-            else:
-                off[k][i] = off[k][i - 1]
-            if k:
-                start, go_on = off[k - 1][i - 1], on[k][i - 1]
-                if start >= go_on:
-                    on[k][i], came_on[k][i] = start + s, True
-                else:
-                    on[k][i] = go_on + s
-    k = max(range(most + 1), key=lambda j: max(off[j][n], on[j][n]))
-    state_on = on[k][n] > off[k][n]
-    if max(off[k][n], on[k][n]) <= 0:
-        return [False] * n
-    chosen = [False] * n
-    i = n
-    while i > 0:
-        if state_on:
-            chosen[i - 1] = True
-            if came_on[k][i]:
-                k, state_on = k - 1, False
-        elif came_off[k][i]:
-            state_on = True
-        i -= 1
-    return chosen
-
-
 def _hourly(per_minute: Sequence[float], offset: int) -> dict[tuple[int, int], float]:
     """``per_minute`` summed by (day, hour of day), minute 0 at minute ``offset`` of day 0."""
     out: dict[tuple[int, int], float] = {}
@@ -156,34 +123,83 @@ def _hourly(per_minute: Sequence[float], offset: int) -> dict[tuple[int, int], f
     return out
 
 
+def hourly_savings(
+    provisioned_cost: Sequence[float], on_demand_cost: Sequence[float], offset: int = 0
+) -> dict[tuple[int, int], Hour]:
+    """Per (day, hour of day), the hour costed from per-minute costs each way summed by clock
+    hour (``offset``: minute 0's minute of day 0), the provisioned cost taken for its least."""
+    paid = _hourly(provisioned_cost, offset)
+    charged = _hourly(on_demand_cost, offset)
+    return {slot: Hour(paid[slot], paid[slot], charged[slot]) for slot in paid}
+
+
+def costed_hours(
+    base: Mapping[Key, Recorded],
+    on_demand: Mapping[Key, Recorded],
+    prices: Prices,
+    offset: int,
+    target: int,
+    basis: str = billing.PER_MINUTE,
+) -> dict[tuple[int, int], Hour]:
+    """Per (day, hour of day), the hour as the deployed switch costs it
+    (`on_demand_hours.Hour`): what the base's provisioned capacity cost in it, billed by
+    ``basis``; and, from the units each dimension served on-demand (the on-demand run's, which
+    serves what is asked), what on-demand charges and what the least level target tracking at
+    ``target`` % needs for the hour's busiest minute would cost (`on_demand_hours.hour_costs`)."""
+    keys = list(on_demand)
+    minutes = len(on_demand[keys[0]].served) if keys else 0
+    levels = {k: _levels(base[k].provisioned, offset, basis) for k in keys}
+    out: dict[tuple[int, int], Hour] = {}
+    m = 0
+    while m < minutes:
+        day, minute = divmod(offset + m, DAY)
+        end = min(minutes, m + HOUR - minute % HOUR)
+        least, charged = hour_costs(
+            [(k[1], on_demand[k].served[m:end]) for k in keys], target, prices
+        )
+        paid = sum(prices.provisioned(k[1], sum(levels[k][m:end])) for k in keys)
+        out[(day, minute // HOUR)] = Hour(paid, least * (end - m) / HOUR, charged)
+        m = end
+    return out
+
+
 def plan(
-    provisioned_cost: Sequence[float],
-    on_demand_cost: Sequence[float],
+    costed: Mapping[tuple[int, int], Hour],
+    minutes: int,
     offset: int = 0,
     most: int = SWITCHES_PER_DAY,
     history: int = HISTORY_DAYS,
     hindsight: bool = False,
 ) -> list[bool]:
-    """Per trace minute, whether the table is on-demand: each day's windows
-    (`best_windows`) from the hourly savings of the ``history`` days before it, the
-    rolling limit of ``most`` switches to on-demand in 24 hours kept. ``offset``: the
-    trace's first minute's minute of the day (UTC). With ``hindsight``, each day's windows
-    come from that day's own savings: a cost reference for benchmarks, not a bound (the
-    rolling limit links the days, and a day's choice can cost the next one a window)."""
-    minutes = len(provisioned_cost)
-    paid = _hourly(provisioned_cost, offset)
-    charged = _hourly(on_demand_cost, offset)
+    """Per minute of a trace of ``minutes``, whether the table is on-demand: each day's
+    windows (`on_demand_hours.day_plan`) from the ``costed`` hours (`costed_hours`) of the
+    ``history`` days before it, those the plan put on-demand seen as the deployed switch sees
+    them (no provisioned cost of their own, `on_demand_hours.day_savings`); the rolling limit
+    of ``most`` switches to on-demand in 24 hours kept. ``offset``: the trace's first
+    minute's minute of the day (UTC). With ``hindsight``, each day's windows come from that
+    day's own costs: a cost reference for benchmarks, not a bound (the rolling limit links
+    the days, and a day's choice can cost the next one a window)."""
     days = (offset + minutes + DAY - 1) // DAY
     wanted: list[bool] = []
+    on_demand: set[tuple[int, int]] = set()
     for day in range(days):
-        savings = []
-        for hour in range(24):
-            days_read = [day] if hindsight else range(max(0, day - history), day)
-            past = [paid[(d, hour)] - charged[(d, hour)] for d in days_read if (d, hour) in paid]
-            savings.append(statistics.median(past) if past else 0.0)
-        hours = best_windows(savings, most)
+        days_read = [day] if hindsight else range(max(0, day - history), day)
+        past = [[_lived(costed, (d, hour), on_demand) for hour in range(24)] for d in days_read]
+        hours = day_plan(day_savings(past), most)
+        on_demand.update((day, hour) for hour in range(24) if hours[hour])
         wanted += [h for h in hours for _ in range(HOUR)]
     return within_limit(wanted[offset : offset + minutes], most)
+
+
+def _lived(
+    costed: Mapping[tuple[int, int], Hour],
+    slot: tuple[int, int],
+    on_demand: set[tuple[int, int]],
+) -> Hour | None:
+    """The hour at ``slot`` as the switch would have seen it: without a provisioned cost of
+    its own where the plan put it on-demand."""
+    hour = costed.get(slot)
+    return replace(hour, provisioned=None) if hour is not None and slot in on_demand else hour
 
 
 def fixed_hours(
@@ -383,27 +399,30 @@ def compose(
     hindsight: bool = False,
     hours: Sequence[bool] | None = None,
     recovery: int = 0,
+    target: int = 70,
+    basis: str = billing.PER_MINUTE,
 ) -> dict[Key, Composed]:
     """The hybrid from a provisioned run (``base``) and an on-demand run of the same
-    trace, per dimension: each minute the base's or on-demand's, by `plan` over the
-    table's costs (every dimension's together), or with ``hours`` (24, `fixed_hours`) by
-    those hours every day; either way within the rolling limit, each window's first
-    minutes the switch's (`switched`). ``start``: the first minute that counts for the
-    cost (the plan uses every minute); ``hindsight``: as for `plan`; ``recovery``: with
-    ``hours``, the minutes after a window the table keeps its level of the switch's start
-    (`frozen`)."""
+    trace, per dimension: each minute the base's or on-demand's, by `plan` over the hours
+    costed (`costed_hours` at ``target`` %, every dimension's together), or with
+    ``hours`` (24, `fixed_hours`) by those hours every day; either way within the rolling
+    limit, each window's first minutes the switch's (`switched`). ``start``: the first
+    minute that counts for the cost (the plan uses every minute); ``hindsight``: as for
+    `plan`; ``recovery``: the minutes after a window the table keeps its level of the
+    switch's start (`frozen`), as the deployed switch returns it; ``basis``: how the plan
+    bills the base's provisioned hours."""
     keys = list(base)
     minutes = len(base[keys[0]].demand) if keys else 0
     unit = {k: prices.provisioned(k[1], 1) for k in keys}  # a unit-minute's dollars
     request = {k: prices.on_demand(k[1], 1) for k in keys}  # a minute of 1 unit/s
-    paid, charged = costs(base, on_demand, prices)
     if hours is None:
-        wanted = plan(paid, charged, offset, most, hindsight=hindsight)
+        costed = costed_hours(base, on_demand, prices, offset, target, basis)
+        wanted = plan(costed, minutes, offset, most, hindsight=hindsight)
     else:
         wanted = within_limit(daily(hours, offset, minutes), most)
     asked = within_limit(led(wanted), most)
     mask = switched(asked)
-    held = _held_minutes(asked, mask, recovery) if hours is not None else {}
+    held = _held_minutes(asked, mask, recovery)
     out = {}
     for k in keys:
         b, o = frozen(base[k], held), on_demand[k]

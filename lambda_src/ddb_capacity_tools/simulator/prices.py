@@ -51,6 +51,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 
+from ddb_capacity_runtime.core.on_demand_hours import UnitPrices
+
 from ..tool_errors import PriceError as PriceError
 
 TERMS: dict[str, int] = {"1y": 8760, "3y": 26280}
@@ -90,14 +92,11 @@ INSTRUMENT_PRICES = {
 
 
 @dataclass(frozen=True)
-class Prices:
-    """Dollars per provisioned unit-hour and per million on-demand request units; and
+class Prices(UnitPrices):
+    """Dollars per provisioned unit-hour and per million on-demand request units (`UnitPrices`,
+    ``wcu_hour``, ``rcu_hour``, ``write_request_million``, ``read_request_million``); and
     Lambda's per GB-second (arm64) and per million requests."""
 
-    wcu_hour: float = 0.00065
-    rcu_hour: float = 0.00013
-    write_request_million: float = 0.625
-    read_request_million: float = 0.125
     lambda_gb_second: float = 0.0000133334
     lambda_request_million: float = 0.20
     warm_read_unit: float | None = None
@@ -133,15 +132,6 @@ class Prices:
     """CloudWatch: dollars per 1,000 metrics requested by GetMetricData."""
     alarm_month: float = 0.10
     """CloudWatch: dollars a standard-resolution alarm a month."""
-
-    def unit_hour(self, dimension: str) -> float:
-        return self.wcu_hour if dimension == "write" else self.rcu_hour
-
-    def request_unit(self, dimension: str) -> float:
-        per_million = (
-            self.write_request_million if dimension == "write" else self.read_request_million
-        )
-        return per_million / 1_000_000
 
     def provisioned(self, dimension: str, unit_minutes: float) -> float:
         """Dollars for ``unit_minutes`` of provisioned capacity (units x minutes)."""

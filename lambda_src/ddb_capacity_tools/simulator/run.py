@@ -471,6 +471,8 @@ def compose_hybrid(
         hindsight=hindsight,
         hours=hours if spec.kind == "windows" else None,
         recovery=recovery,
+        target=spec.value or 70,
+        basis=basis,
     )
     decreases = {r.key: (r.decreases, r.rejected_decreases) for r in base}
     first = first_minute(trace, start)

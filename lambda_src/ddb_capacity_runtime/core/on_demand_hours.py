@@ -1,0 +1,170 @@
+"""Runs in: on-demand switch Lambda, workstation (simulator).
+
+The hours of the day a table runs on-demand, learned from its own past days: one rule for the
+switch's learned windows (``learn_on_demand_windows``, `hybrid.learning`) and for the
+simulator's ``hybrid`` policy that models them.
+
+1. Each clock hour of each past day is costed both ways (`Hour`): what its provisioned
+   capacity cost, as billed (the hour's highest level); and what on-demand charges for the
+   units it served (`hour_costs`). An hour the table spent on-demand has no provisioned
+   cost of its own: it is taken as the least level that would have served it (its busiest
+   minute's units per second over the target, `hour_costs`), scaled by how much more than
+   that least level the table's provisioned hours of the same days paid (`day_savings`), so
+   that an hour is judged alike whichever mode it ran in.
+2. Each hour of the day's saving is the median over the past days known for it of
+   (provisioned - on-demand) (`day_plan`; none known: no saving).
+3. The day's on-demand windows are the at most ``most`` runs of whole hours whose savings add
+   up to the most (`best_windows`).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from .switches import MAX_SWITCHES
+
+HISTORY_DAYS = 7
+"""The most past days a day's windows are learned from."""
+HOURS = 24
+
+
+@dataclass(frozen=True)
+class UnitPrices:
+    """The list prices the hours are costed at: dollars per provisioned unit-hour and per
+    on-demand request unit (us-east-1, Standard table class; the other Regions and the
+    Standard-IA class keep much the same ratio between the two, which is all the choice of
+    hours depends on)."""
+
+    rcu_hour: float = 0.00013
+    wcu_hour: float = 0.00065
+    read_request_million: float = 0.125
+    write_request_million: float = 0.625
+
+    def unit_hour(self, dimension: str) -> float:
+        return self.wcu_hour if dimension == "write" else self.rcu_hour
+
+    def request_unit(self, dimension: str) -> float:
+        per_million = (
+            self.write_request_million if dimension == "write" else self.read_request_million
+        )
+        return per_million / 1_000_000
+
+
+LIST_PRICES = UnitPrices()
+
+
+class Priced(Protocol):
+    """What `hour_costs` reads of a price list (`UnitPrices`, the simulator's ``Prices``)."""
+
+    def unit_hour(self, dimension: str) -> float: ...
+
+    def request_unit(self, dimension: str) -> float: ...
+
+
+def hour_costs(
+    served: Iterable[tuple[str, Sequence[float]]], target: int, prices: Priced = LIST_PRICES
+) -> tuple[float, float]:
+    """(provisioned, on-demand) dollars of one clock hour from what each of the table's
+    dimensions served in it: ``served`` gives per dimension its kind (``read`` or ``write``)
+    and its units per second in each minute of the hour. Provisioned: the level target
+    tracking at ``target`` % (1 to 100) needs for the busiest minute, at least 1 unit, for
+    the hour; on-demand: every unit served."""
+    provisioned = on_demand = 0.0
+    for dimension, minutes in served:
+        peak = max(minutes, default=0.0)
+        level = max(1, math.ceil(peak * 100 / target - 1e-9))
+        provisioned += level * prices.unit_hour(dimension)
+        on_demand += sum(minutes) * 60 * prices.request_unit(dimension)
+    return provisioned, on_demand
+
+
+@dataclass(frozen=True)
+class Hour:
+    """One clock hour of a past day, in dollars: what its provisioned capacity cost (None:
+    the table was on-demand), the least provisioned level that would have served it cost
+    (`hour_costs`), and what on-demand charges for what it served."""
+
+    provisioned: float | None
+    least: float
+    on_demand: float
+
+
+def day_savings(days: Sequence[Sequence[Hour | None]]) -> list[list[float | None]]:
+    """Each hour's saving (provisioned - on-demand; None where the hour is not known) of
+    ``days`` (each 24 `Hour`). An on-demand hour's provisioned cost is its least level's
+    times the days' calibration: what their provisioned hours paid over what their least
+    levels would have (at least 1; 1 when no hour was provisioned)."""
+    paid = [h for d in days for h in d if h is not None and h.provisioned is not None]
+    least = sum(h.least for h in paid)
+    scale = max(1.0, sum(h.provisioned or 0.0 for h in paid) / least) if least > 0 else 1.0
+    return [
+        [
+            None
+            if h is None
+            else (h.least * scale if h.provisioned is None else h.provisioned) - h.on_demand
+            for h in d
+        ]
+        for d in days
+    ]
+
+
+def day_plan(past: Iterable[Sequence[float | None]], most: int = MAX_SWITCHES) -> list[bool]:
+    """The 24 hours of a day that run on-demand, from ``past`` days' savings (each 24 hours'
+    provisioned - on-demand dollars, None where the hour is not known): each hour's median
+    saving over the days that know it (no saving when none does), then `best_windows`."""
+    days = list(past)
+    savings: list[float] = []
+    for hour in range(HOURS):
+        known = [s for d in days if (s := d[hour]) is not None]
+        savings.append(statistics.median(known) if known else 0.0)
+    return best_windows(savings, most)
+
+
+def best_windows(savings: Sequence[float], most: int = MAX_SWITCHES) -> list[bool]:
+    """Which hours of ``savings`` (dollars on-demand saves in each hour; negative: what it
+    costs more) run on-demand: at most ``most`` runs of consecutive hours, chosen so that
+    their savings add up to the most. Hours that save nothing are never chosen on their
+    own (an empty plan when no hour saves)."""
+    n = len(savings)
+    if most < 1 or n == 0:
+        return [False] * n
+    # best[k][i]: the most saved in hours < i with k runs, the last ending before i (off)
+    # or at i - 1 (on); how[k][i]: how that state was reached, to walk back.
+    neg = float("-inf")
+    off = [[0.0] * (n + 1) for _ in range(most + 1)]
+    on = [[neg] * (n + 1) for _ in range(most + 1)]
+    came_off = [[False] * (n + 1) for _ in range(most + 1)]  # off[k][i] from on[k][i-1]
+    came_on = [[False] * (n + 1) for _ in range(most + 1)]  # on[k][i] from off[k-1][i-1]
+    for i in range(1, n + 1):
+        s = savings[i - 1]
+        for k in range(most + 1):
+            from_on = on[k][i - 1]
+            if from_on > off[k][i - 1]:
+                off[k][i], came_off[k][i] = from_on, True
+            else:
+                off[k][i] = off[k][i - 1]
+            if k:
+                start, go_on = off[k - 1][i - 1], on[k][i - 1]
+                if start >= go_on:
+                    on[k][i], came_on[k][i] = start + s, True
+                else:
+                    on[k][i] = go_on + s
+    k = max(range(most + 1), key=lambda j: max(off[j][n], on[j][n]))
+    state_on = on[k][n] > off[k][n]
+    if max(off[k][n], on[k][n]) <= 0:
+        return [False] * n
+    chosen = [False] * n
+    i = n
+    while i > 0:
+        if state_on:
+            chosen[i - 1] = True
+            if came_on[k][i]:
+                k, state_on = k - 1, False
+        elif came_off[k][i]:
+            state_on = True
+        i -= 1
+    return chosen
