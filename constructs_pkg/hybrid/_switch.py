@@ -45,11 +45,14 @@ from ..common._iam_statements import (
     scalable_targets_reason,
     state_store_statement,
 )
-from ..common._lazy import lazy_json, lazy_list
+from ..common._lazy import lazy_any, lazy_json, lazy_list
 from ..common._runtime import runtime_function, state_store_table
 from ..common._scheduled_function import acknowledge_control_plane_function
 
 SWITCH_ID = "OnDemandSwitch"
+LEARNED_AT = "cron(0,55 * * * ? *)"
+"""When the learned windows' run comes (UTC): at :55 it starts the next hour's window, at :00
+it ends the last hour's (`ddb_capacity_runtime.hybrid.learning`)."""
 CHECK_EVERY = Duration.minutes(15)
 """How often the switch checks its tables between the windows' own starts and ends."""
 FUNCTION = "Switch"
@@ -74,6 +77,16 @@ ASYNC_REASON = (
 
 
 @dataclass(frozen=True)
+class LearnedWindows:
+    """A table's learned on-demand windows (``learn_on_demand_windows``): the target its
+    on-demand hours are costed at as provisioned, and its on-demand maximums."""
+
+    target_utilization: int
+    max_read_request_units: int
+    max_write_request_units: int
+
+
+@dataclass(frozen=True)
 class _Table:
     name: str
     arn: str
@@ -87,6 +100,7 @@ class OnDemandSwitch(Construct):
         super().__init__(scope, id)
         self.config = config  # its function's settings (`switch_config`)
         self._tables: dict[str, _Table] = {}
+        self._learned: dict[str, LearnedWindows] = {}
         self._hold_stores: list[tuple[dynamodb.ITable, dynamodb.ITable]] = []
         self.store = state_store_table(
             self,
@@ -163,8 +177,9 @@ class OnDemandSwitch(Construct):
         acknowledge(
             self.policy,
             "AwsSolutions-IAM5[Resource::*]",
-            "DescribeScalableTargets has no resource-level permissions, and Application Auto "
-            "Scaling checks CloudWatch alarm permissions of a caller that changes a target.",
+            "DescribeScalableTargets and GetMetricData (learned windows read their tables' "
+            "metrics) have no resource-level permissions, and Application Auto Scaling checks "
+            "CloudWatch alarm permissions of a caller that changes a target.",
         )
         acknowledge(
             self.policy,
@@ -231,9 +246,8 @@ class OnDemandSwitch(Construct):
             ),
         )
 
-    def add_window(self, scope: Construct, table: dynamodb.ITable, window: OnDemandWindow) -> None:
-        """The two schedules of ``window`` on ``table`` (children of ``scope``: ``Start``
-        and ``End``), and the table among the switch's."""
+    def _add_table(self, table: dynamodb.ITable) -> str:
+        """``table`` among the switch's (its grants and its check); its name."""
         name = table.table_name
         if name not in self._tables:
             self._tables[name] = _Table(name, table.table_arn)
@@ -243,6 +257,44 @@ class OnDemandSwitch(Construct):
                 "UpdateTable of a table that has GSIs is authorized on its indexes too; the "
                 "grant names this table's indexes alone.",
             )
+        return name
+
+    def add_learned(self, table: dynamodb.ITable, learned: LearnedWindows) -> None:
+        """``table``'s learned windows: the table among the switch's, and among the tables of
+        the hourly run (`LEARNED_AT`) made with the first, with its grant to read metrics."""
+        name = self._add_table(table)
+        if not self._learned:
+            self.policy.add_statements(
+                iam.PolicyStatement(
+                    sid="ReadMetrics",
+                    actions=["cloudwatch:GetMetricData"],
+                    resources=["*"],
+                )
+            )
+            self._schedule(
+                self,
+                "Learned",
+                LEARNED_AT,
+                None,
+                {"Action": "learned", "Tables": lazy_any(self._learned_tables)},
+            )
+        self._learned[name] = learned
+
+    def _learned_tables(self) -> list[dict[str, object]]:
+        return [
+            {
+                "Table": name,
+                "TargetUtilization": w.target_utilization,
+                "MaxReadRequestUnits": w.max_read_request_units,
+                "MaxWriteRequestUnits": w.max_write_request_units,
+            }
+            for name, w in sorted(self._learned.items())
+        ]
+
+    def add_window(self, scope: Construct, table: dynamodb.ITable, window: OnDemandWindow) -> None:
+        """The two schedules of ``window`` on ``table`` (children of ``scope``: ``Start``
+        and ``End``), and the table among the switch's."""
+        name = self._add_table(table)
         seconds = int(window.duration.total_seconds())
         start = {
             "Action": "start",

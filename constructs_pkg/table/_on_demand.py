@@ -1,15 +1,18 @@
 """Runs in: CDK app (synth time).
 
-A table's declared on-demand windows (``add_on_demand_window``): each checked as it is
-added, with the table's other windows (never overlapping, never more than DynamoDB's 4
-switches to on-demand in any rolling 24 hours), previewed, and carried out by the stack's
-on-demand switch (`constructs_pkg.hybrid`), which is made with the first window only.
+A table's on-demand windows, carried out by the stack's on-demand switch
+(`constructs_pkg.hybrid`), which is made with the first window only: declared
+(``add_on_demand_window``), each checked as it is added with the table's other windows (never
+overlapping, never more than DynamoDB's 4 switches to on-demand in any rolling 24 hours) and
+previewed; or learned (``learn_on_demand_windows``), the hours of each day chosen by the switch
+from the table's own metrics (`ddb_capacity_runtime.hybrid.learning`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from aws_cdk import Duration, TimeZone
 from aws_cdk import aws_dynamodb as dynamodb
@@ -22,6 +25,7 @@ from ddb_capacity_runtime.schedule.expressions import zone_name
 from ddb_capacity_runtime.schedule.on_demand_windows import (
     OnDemandWindow,
     Switch,
+    check_maximums,
     check_windows,
     switches,
 )
@@ -29,6 +33,9 @@ from ddb_capacity_runtime.schedule.on_demand_windows import (
 from ..common._function_options import FunctionOptions
 from ..common._props import duration_prop, known_at_synth
 from ._parts import as_timedelta, check_week_days
+
+if TYPE_CHECKING:
+    from ..hybrid._switch import LearnedWindows
 
 SWITCHED_AT_RUN_TIME = "the window's schedules and on-demand maximums are written at synth"
 
@@ -49,14 +56,60 @@ class OnDemandWindows:
         self._owner, self._table, self._where = owner, table, where
         self._quota, self._defaults = quota, defaults
         self.windows: list[OnDemandWindow] = []
+        self.learned: LearnedWindows | None = None
         self._hold_store: dynamodb.ITable | None = None
 
     def read_holds(self, store: dynamodb.ITable) -> None:
         """The table's capacity holds are in ``store``: the stack's switch reads them at
         each window's end (told now, or with the first window)."""
         self._hold_store = store
-        if self.windows:
+        if self.windows or self.learned:
             self._tell_switch()
+
+    def _maximums(self, named: str, reads: int | None, writes: int | None) -> tuple[int, int]:
+        """The on-demand maximums (the table's maximum capacity where not given), known at
+        synth."""
+        reads = self._defaults[0] if reads is None else reads
+        writes = self._defaults[1] if writes is None else writes
+        for field, value in (
+            ("max_read_request_units", reads),
+            ("max_write_request_units", writes),
+        ):
+            known_at_synth(named, field, value, SWITCHED_AT_RUN_TIME)
+        return reads, writes
+
+    def learn(
+        self,
+        target_utilization: int,
+        max_read_request_units: int | None,
+        max_write_request_units: int | None,
+        function_options: Mapping[str, FunctionOptions] | None,
+    ) -> LearnedWindows:
+        """Learned windows for the table: checked, then given to the stack's switch."""
+        named = f"{self._where} learned on-demand windows"
+        if self.windows or self.learned is not None:
+            had = "learned windows already" if self.learned else "declared on-demand windows"
+            raise CapacityConfigError(
+                f"{named}: the table has {had}; a table's on-demand windows are either declared "
+                "(add_on_demand_window) or learned (learn_on_demand_windows, once)"
+            )
+        known_at_synth(named, "target_utilization", target_utilization, SWITCHED_AT_RUN_TIME)
+        if not is_whole(target_utilization, 20, 90):
+            raise CapacityConfigError(
+                f"{named}: target_utilization must be a whole percent from 20 to 90 (the "
+                "target an on-demand hour is costed at as provisioned); got "
+                f"{shown(target_utilization)}"
+            )
+        reads, writes = self._maximums(named, max_read_request_units, max_write_request_units)
+        check_maximums(named, reads, writes, self._quota)
+        from ..hybrid._switch import LearnedWindows, on_demand_switch  # only with windows
+
+        switch = on_demand_switch(self._owner, named, function_options)
+        self.learned = LearnedWindows(target_utilization, reads, writes)
+        switch.add_learned(self._table, self.learned)
+        if self._hold_store is not None:
+            self._tell_switch()
+        return self.learned
 
     def _tell_switch(self) -> None:
         from ..hybrid._switch import on_demand_switch  # only with a window: its function
@@ -78,15 +131,14 @@ class OnDemandWindows:
     ) -> OnDemandWindow:
         """Check the window alone and with the others, then render its schedules."""
         named = f"{self._where} on-demand window {id!r}"
+        if self.learned is not None:
+            raise CapacityConfigError(
+                f"{named}: the table's on-demand windows are learned (learn_on_demand_windows); "
+                "a table's windows are either declared or learned"
+            )
         check_week_days(named, week_days)
         duration_prop(named, "duration", duration, Duration.seconds(0))
-        reads = self._defaults[0] if max_read_request_units is None else max_read_request_units
-        writes = self._defaults[1] if max_write_request_units is None else max_write_request_units
-        for field, value in (
-            ("max_read_request_units", reads),
-            ("max_write_request_units", writes),
-        ):
-            known_at_synth(named, field, value, SWITCHED_AT_RUN_TIME)
+        reads, writes = self._maximums(named, max_read_request_units, max_write_request_units)
         window = OnDemandWindow(
             name=id,
             start=start,

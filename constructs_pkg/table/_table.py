@@ -634,6 +634,19 @@ class TableCapacity(TableDelegation, Construct):
         (``{"Switch": FunctionOptions(...)}``) sets its function's memory, timeout (1 to 15
         minutes), log retention or architecture (default: 256 MB, 2 minutes): one switch a
         stack, so every window that gives them gives the same."""
+        self._windows().add(
+            id,
+            start=start,
+            duration=duration,
+            time_zone=time_zone,
+            week_days=week_days,
+            max_read_request_units=max_read_request_units,
+            max_write_request_units=max_write_request_units,
+            function_options=function_options,
+        )
+
+    def _windows(self) -> OnDemandWindows:
+        """The table's on-demand windows, made with the first."""
         if self._on_demand is None:
             from ._on_demand import OnDemandWindows
 
@@ -646,15 +659,31 @@ class TableCapacity(TableDelegation, Construct):
             )
             if self._hold_store is not None:
                 self._on_demand.read_holds(self._hold_store)
-        self._on_demand.add(
-            id,
-            start=start,
-            duration=duration,
-            time_zone=time_zone,
-            week_days=week_days,
-            max_read_request_units=max_read_request_units,
-            max_write_request_units=max_write_request_units,
-            function_options=function_options,
+        return self._on_demand
+
+    def learn_on_demand_windows(
+        self,
+        *,
+        target_utilization: int = 70,
+        max_read_request_units: int | None = None,
+        max_write_request_units: int | None = None,
+        function_options: Mapping[str, FunctionOptions] | None = None,
+    ) -> None:
+        """Let the stack's on-demand switch choose, each day, the hours the table (its GSIs
+        with it) runs on-demand: at 23:55 UTC it learns the next day's from the table's
+        CloudWatch metrics of the 7 days before, costing each past hour provisioned (what its
+        capacity cost, or for an hour spent on-demand the level target tracking at
+        ``target_utilization`` %, 20 to 90, would have needed) and on-demand (what it
+        served), and keeps the at most 4 runs of hours that save the most (docs: On-demand
+        windows, "Learned windows"). Each window starts 5 minutes before its first hour and
+        ends on the hour, the table back to provisioned no lower than before, its scalable
+        targets restored exactly; a window that would pass DynamoDB's 4 switches to on-demand
+        in any rolling 24 hours is skipped. Request units are capped meanwhile at
+        ``max_read_request_units`` and ``max_write_request_units`` (default: the table's read
+        and write ``max_capacity``). A table's windows are declared (`add_on_demand_window`)
+        or learned, not both. ``function_options`` as for `add_on_demand_window`."""
+        self._windows().learn(
+            target_utilization, max_read_request_units, max_write_request_units, function_options
         )
 
     def on_demand_preview(self, *, count: int = 10, start: datetime | None = None) -> list[Switch]:

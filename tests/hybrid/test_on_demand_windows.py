@@ -195,16 +195,25 @@ def test_a_fifth_switch_in_24_hours_is_refused_at_synth(stack: cdk.Stack) -> Non
     ]
 
 
-@pytest.mark.parametrize("requests", [False, True], ids=["window", "window-and-requests"])
-def test_the_five_nag_packs_and_cfn_lint_pass_with_a_window(tmp_path: Path, requests: bool) -> None:
+@pytest.mark.parametrize(
+    ("requests", "learned"),
+    [(False, False), (True, False), (True, True)],
+    ids=["window", "window-and-requests", "learned-and-requests"],
+)
+def test_the_five_nag_packs_and_cfn_lint_pass_with_a_window(
+    tmp_path: Path, requests: bool, learned: bool
+) -> None:
     app = cdk.App(outdir=str(tmp_path))
     apply_nag_packs(app)
-    name = "Held" if requests else "Windowed"
+    name = "Learned" if learned else "Held" if requests else "Windowed"
     stack = cdk.Stack(app, name)
     table = orders(stack)
     for pack in ("HIPAA.Security", "NIST.800.53.R5"):
         acknowledge(table.table, f"{pack}-DynamoDBInBackupPlan", "A test table of this test only.")
-    table.add_on_demand_window("Evening", start="18:00", duration=Duration.hours(3))
+    if learned:
+        table.learn_on_demand_windows()
+    else:
+        table.add_on_demand_window("Evening", start="18:00", duration=Duration.hours(3))
     if requests:
         CapacityRequests(stack, "Requests", tables=[table])
     app.synth()

@@ -278,7 +278,7 @@ def test_each_table_is_its_own_fault_domain(w: SwitchWorld) -> None:
 @pytest.mark.parametrize(
     ("event", "message"),
     [
-        ({"Action": "stop", "Table": "t"}, "Action 'stop'; expected start, end or check"),
+        ({"Action": "stop", "Table": "t"}, "Action 'stop'; expected start, end, check or learned"),
         ({"Action": "check", "Tables": "t"}, "tables 't'"),
     ],
 )

@@ -514,3 +514,38 @@ def fetch_history(
                 )
             out[ids[qid]] = values
     return out
+
+
+@dataclass(frozen=True)
+class HourReads:
+    """One key's reads for learning its table's on-demand hours (`fetch_hours`): its consumed
+    capacity per minute (units, the minute's Sum) and its provisioned capacity's highest per
+    clock hour, each with the minutes or hours not to be trusted; None where the query is
+    not trusted at all (see ``_fetch_batch``)."""
+
+    consumed: Mapping[datetime, float] | None
+    consumed_bad: frozenset[datetime]
+    provisioned: Mapping[datetime, float] | None
+    provisioned_bad: frozenset[datetime]
+
+
+def fetch_hours(
+    cloudwatch: CloudWatchClient, keys: list[Key], start: datetime, end: datetime
+) -> dict[Key, HourReads]:
+    """Each key's consumed capacity per minute and provisioned capacity's hourly highest over
+    [start, end), two queries a key, up to 500 a call; a failed call raises."""
+    planned = []
+    for i, key in enumerate(keys):
+        dim = key[2].capitalize()
+        planned.append((f"c{i}", _query(f"c{i}", key, f"Consumed{dim}CapacityUnits", 60)))
+        name = f"Provisioned{dim}CapacityUnits"
+        planned.append((f"p{i}", _query(f"p{i}", key, name, 3600, "Maximum")))
+    reads = _Reads.of(qid for qid, _ in planned)
+    for _ in _calls(cloudwatch, planned, start, end, reads, "learning", raising=True):
+        pass
+
+    def read(qid: str) -> tuple[Mapping[datetime, float] | None, frozenset[datetime]]:
+        trusted = reads.complete.get(qid, False)
+        return (dict(reads.sums[qid]) if trusted else None), frozenset(reads.bad[qid])
+
+    return {key: HourReads(*read(f"c{i}"), *read(f"p{i}")) for i, key in enumerate(keys)}

@@ -30,6 +30,14 @@ from .switches import MAX_SWITCHES
 HISTORY_DAYS = 7
 """The most past days a day's windows are learned from."""
 HOURS = 24
+HOUR_S = 3600
+DAY_S = 86_400
+PLANNED_BEFORE_S = 300
+"""A day's windows are learned this long before the day begins (the switch's run at 23:55 UTC,
+which starts a window of the day's first hour)."""
+SETTLED_S = 600
+"""An hour is learned from once it ended this long before: CloudWatch delivers a minute's
+datapoints within a few minutes."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +88,25 @@ def hour_costs(
         provisioned += level * prices.unit_hour(dimension)
         on_demand += sum(minutes) * 60 * prices.request_unit(dimension)
     return provisioned, on_demand
+
+
+def past_slots(day: int, history: int = HISTORY_DAYS) -> list[list[tuple[int, int]]]:
+    """The hours a ``day``'s windows are learned from, as (day, hour of day), ``history`` rows
+    of 24: for each hour of the day, its ``history`` latest occurrences that had ended
+    `SETTLED_S` before the day's plan is made (`PLANNED_BEFORE_S` before the day): so the
+    day before's last hour is not among them, its occurrence of the day before that is.
+    Days count from the epoch (UTC)."""
+    made = day * DAY_S - PLANNED_BEFORE_S - SETTLED_S
+    rows = []
+    for k in range(history):
+        row = []
+        for hour in range(HOURS):
+            d = day - 1 - k
+            if d * DAY_S + (hour + 1) * HOUR_S > made:
+                d -= 1
+            row.append((d, hour))
+        rows.append(row)
+    return rows
 
 
 @dataclass(frozen=True)

@@ -68,6 +68,10 @@ class SwitchState:
     until: float = 0.0
     levels: Mapping[str, int] = field(default_factory=dict)
     targets: tuple[Target, ...] = ()
+    plan_day: int = -1
+    """Learned windows: the day (UTC, from the epoch) ``plan`` is for (-1: none learned)."""
+    plan: tuple[bool, ...] = ()
+    """Learned windows: the 24 hours of ``plan_day``, whether each runs on-demand."""
 
     def as_text(self) -> str:
         return json.dumps(
@@ -78,6 +82,7 @@ class SwitchState:
                 "until": self.until,
                 "levels": dict(self.levels),
                 "targets": [t.as_json() for t in self.targets],
+                "plan": {"day": self.plan_day, "hours": list(self.plan)},
             },
             sort_keys=True,
         )
@@ -106,6 +111,7 @@ def parse_state(text: str | None) -> SwitchState:
     targets = raw.get("targets")
     if not isinstance(targets, list):
         raise ValueError(f"switch state: targets {shown(targets, 200)}")
+    day, hours = _plan(raw.get("plan", {"day": -1, "hours": []}))
     return SwitchState(
         billing=raw["billing"],
         switches=tuple(int(t) for t in switches),
@@ -113,7 +119,19 @@ def parse_state(text: str | None) -> SwitchState:
         until=float(until),
         levels={str(k): int(v) for k, v in levels.items()},
         targets=tuple(Target.of(t) for t in targets),
+        plan_day=day,
+        plan=hours,
     )
+
+
+def _plan(raw: object) -> tuple[int, tuple[bool, ...]]:
+    """A stored learned plan: its day and its 24 hours (none: day -1, no hours)."""
+    day = raw.get("day") if isinstance(raw, dict) else None
+    hours = raw.get("hours") if isinstance(raw, dict) else None
+    sound = isinstance(hours, list) and len(hours) in (0, 24)
+    if not (is_whole(day, -1) and sound and all(isinstance(h, bool) for h in hours or [])):
+        raise ValueError(f"switch state: plan {shown(raw, 200)}")
+    return int(day), tuple(hours or [])
 
 
 def billing_of(description: Mapping[str, Any]) -> str:

@@ -2,10 +2,12 @@
 
 The switch function's entry point, invoked by EventBridge Scheduler: ``{"Action": "start",
 "Table", "Window", "DurationSeconds", "MaxReadRequestUnits", "MaxWriteRequestUnits"}`` at a
-window's start, ``{"Action": "end", "Table"}`` at its end, and ``{"Action": "check",
-"Tables": [...]}`` every few minutes. Each table is its own fault domain: every refusal and
-failure is logged, counted (``SwitchRefused``, ``SwitchFailed``, per table and for the
-deployment) and fails the invocation once every table was tried, so the alarm fires.
+window's start, ``{"Action": "end", "Table"}`` at its end, ``{"Action": "check", "Tables":
+[...]}`` every few minutes, and ``{"Action": "learned", "Tables": [{...}]}`` at :55 and :00
+of every hour for the tables whose windows are learned (`learning.learnings`). Each table is
+its own fault domain: every refusal and failure is logged, counted (``SwitchRefused``,
+``SwitchFailed``, per table and for the deployment) and fails the invocation once every
+table was tried, so the alarm fires.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 from ..aws.error_codes import describe_error
@@ -22,11 +25,10 @@ from ..core.names import METRICS_NAMESPACE, STORE_ENV, metrics_store
 from ..core.validators import is_whole
 from ..events import count_in_lambda, log_event
 from .held import HOLD_STORES_ENV, hold_stores
+from .learning import MOST_UNITS, learnings
 from .switcher import Switcher, Window
 
-MOST_UNITS = 40_000_000
-"""The largest on-demand maximum an event may carry (a guard on untrusted input; the
-constructs check the table's quota)."""
+Step = tuple[str, Callable[[], str]]
 
 
 def _window(event: Mapping[str, Any]) -> Window:
@@ -47,19 +49,26 @@ def _tables(event: Mapping[str, Any]) -> list[str]:
     return tables
 
 
+def _steps(action: str, event: Mapping[str, Any], switcher: Switcher) -> list[Step]:
+    """Each table of ``event`` with what ``action`` does to it."""
+    if action == "learned":
+        return [(lrn.table, partial(switcher.learned, lrn)) for lrn in learnings(event)]
+    if action == "start":
+        window = _window(event)
+        return [(t, partial(switcher.start, t, window)) for t in _tables(event)]
+    return [(t, partial(getattr(switcher, action), t)) for t in _tables(event)]
+
+
 def run(event: Mapping[str, Any], switcher: Switcher) -> dict[str, str]:
     """Carry out ``event`` on each of its tables; raise at the end when one failed."""
     action = event.get("Action") if isinstance(event, Mapping) else None
-    if action not in ("start", "end", "check"):
-        raise SwitchError(f"event: Action {shown(action)}; expected start, end or check")
+    if action not in ("start", "end", "check", "learned"):
+        raise SwitchError(f"event: Action {shown(action)}; expected start, end, check or learned")
     outcomes: dict[str, str] = {}
     failed: list[str] = []
-    for table in _tables(event):
+    for table, step in _steps(str(action), event, switcher):
         try:
-            if action == "start":
-                outcomes[table] = switcher.start(table, _window(event))
-            else:
-                outcomes[table] = getattr(switcher, action)(table)
+            outcomes[table] = step()
         except Exception as exc:
             metric = exc.metric if isinstance(exc, SwitchError) else "SwitchFailed"
             outcomes[table] = f"{metric}: {describe_error(exc)}"
@@ -86,5 +95,6 @@ def lambda_handler(event: Mapping[str, Any], context: object) -> dict[str, str]:
         os.environ[STORE_ENV],
         time.time,
         hold_stores(os.environ.get(HOLD_STORES_ENV)),
+        boto3.client("cloudwatch"),
     )
     return run(event, switcher)

@@ -37,9 +37,11 @@ from .billing_plan import (
     with_last_switch,
 )
 from .held import held_levels, hold_minimums
+from .learning import LEAD_S, LEARNED, Learning, acting_for, learn, run_end
 
 if TYPE_CHECKING:
     from mypy_boto3_application_autoscaling import ApplicationAutoScalingClient
+    from mypy_boto3_cloudwatch import CloudWatchClient
     from mypy_boto3_dynamodb import DynamoDBClient
 
 
@@ -61,6 +63,8 @@ class Switcher:
     clock: Callable[[], float]
     hold_stores: Mapping[str, str] = field(default_factory=dict)
     """Each table's hold store (that of the ``CapacityRequests`` serving it), if any."""
+    cloudwatch: CloudWatchClient | None = None
+    """Where learned windows' tables' metrics are read (`learned`)."""
 
     def _holds(self, table: str) -> HoldStore | None:
         name = self.hold_stores.get(table)
@@ -146,13 +150,14 @@ class Switcher:
             )
         before = state
         targets = self._targets(table, description)
-        state = SwitchState(
-            ON_DEMAND,
-            (*(int(t) for t in recent(history, now)), int(now)),
-            window.name,
-            now + window.seconds,
-            levels_of(table, description),
-            tuple(targets),
+        state = replace(
+            state,
+            billing=ON_DEMAND,
+            switches=(*(int(t) for t in recent(history, now)), int(now)),
+            window=window.name,
+            until=now + window.seconds,
+            levels=levels_of(table, description),
+            targets=tuple(targets),
         )
         version = self._save(table, state, version)
         try:
@@ -232,3 +237,53 @@ class Switcher:
         if kept != state.targets or added:
             self._save(table, replace(state, targets=kept + added), version)
         return "on-demand"
+
+    def learned(self, learning: Learning) -> str:
+        """A learned table's hourly run (`hybrid.learning`): the plan of the day it acts for
+        learned when the state has none; then, for the hour it acts for, a window started
+        when planned (skipped, not refused, when DynamoDB's rolling limit would be passed), a
+        learned window whose run goes on into it extended, one past its end ended."""
+        table, now = learning.table, self.clock()
+        day, hour = acting_for(now)
+        state, version = self._state(table)
+        if state.plan_day != day:
+            if self.cloudwatch is None:
+                raise SwitchError(f"table {table}: no CloudWatch client to learn its hours")
+            description = table_calls.describe(self.dynamodb, table)
+            hours = learn(self.cloudwatch, table, description, learning, day)
+            state = replace(state, plan_day=day, plan=hours)
+            version = self._save(table, state, version)
+            log_event("learned-on-demand-hours", table=table, day=day, hours=_on(hours))
+        planned = len(state.plan) == 24 and state.plan[hour]
+        if state.billing == ON_DEMAND:
+            return self._learned_on_demand(table, state, version, planned, hour)
+        if not planned:
+            return "provisioned"
+        description = table_calls.describe(self.dynamodb, table)
+        history = with_last_switch(state.switches, description)
+        if billing_of(description) == PROVISIONED and not switch_allowed(history, now):
+            log_event("learned-window-skipped", table=table, hour=hour, switches=len(history))
+            return "skipped-at-the-limit"
+        seconds = int(run_end(state.plan, day, hour) - now)
+        return self.start(table, Window(LEARNED, seconds, learning.max_read, learning.max_write))
+
+    def _learned_on_demand(
+        self, table: str, state: SwitchState, version: int, planned: bool, hour: int
+    ) -> str:
+        """A learned table on-demand: its window extended when its plan runs on through the
+        hour acted for, else ended once past its end (a declared window's left alone)."""
+        now = self.clock()
+        if state.window != LEARNED:
+            return "on-demand"
+        if planned and state.until - now <= LEAD_S:
+            day = acting_for(now)[0]
+            until = max(state.until, run_end(state.plan, day, hour))
+            self._save(table, replace(state, until=until), version)
+            return "on-demand-extended"
+        if now >= state.until:
+            return self.end(table)
+        return "on-demand"
+
+
+def _on(hours: tuple[bool, ...]) -> list[int]:
+    return [h for h, on in enumerate(hours) if on]

@@ -68,14 +68,7 @@ class OnDemandWindow:
         words = ("duration", "start", "end")
         check_week(label, self.start, self.duration, self.week_days, words)
         zone(self.time_zone, label)
-        for field in ("max_read_request_units", "max_write_request_units"):
-            value = getattr(self, field)
-            if not is_whole(value, 1, quota):
-                raise ScheduleError(
-                    f"{label}: {field} must be a whole number of request units a second from "
-                    f"1 to {quota:,} (the table's quota), the on-demand maximum that caps its "
-                    f"cost; got {value!r}"
-                )
+        check_maximums(label, self.max_read_request_units, self.max_write_request_units, quota)
 
     def spans(self, start: datetime, end: datetime) -> Iterator[tuple[datetime, datetime]]:
         """Each time the window is open that starts in [start, end): (its start, its end),
@@ -134,3 +127,15 @@ def check_windows(where: str, windows: Sequence[OnDemandWindow], start: datetime
             f"hours ({times} UTC); DynamoDB allows at most {MAX_SWITCHES} in any rolling 24 "
             "hours: give fewer windows or fewer week_days"
         )
+
+
+def check_maximums(label: str, reads: object, writes: object, quota: int) -> None:
+    """On-demand maximums (a window's, or learned windows'): whole request units a second from
+    1 to ``quota``; refused with a ScheduleError naming the field."""
+    for field, value in (("max_read_request_units", reads), ("max_write_request_units", writes)):
+        if not is_whole(value, 1, quota):
+            raise ScheduleError(
+                f"{label}: {field} must be a whole number of request units a second from "
+                f"1 to {quota:,} (the table's quota), the on-demand maximum that caps its "
+                f"cost; got {value!r}"
+            )

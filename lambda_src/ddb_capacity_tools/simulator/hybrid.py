@@ -62,6 +62,7 @@ from ddb_capacity_runtime.core.on_demand_hours import (
     day_plan,
     day_savings,
     hour_costs,
+    past_slots,
 )
 from ddb_capacity_runtime.core.switches import MAX_SWITCHES, recent
 
@@ -173,18 +174,20 @@ def plan(
 ) -> list[bool]:
     """Per minute of a trace of ``minutes``, whether the table is on-demand: each day's
     windows (`on_demand_hours.day_plan`) from the ``costed`` hours (`costed_hours`) of the
-    ``history`` days before it, those the plan put on-demand seen as the deployed switch sees
-    them (no provisioned cost of their own, `on_demand_hours.day_savings`); the rolling limit
-    of ``most`` switches to on-demand in 24 hours kept. ``offset``: the trace's first
-    minute's minute of the day (UTC). With ``hindsight``, each day's windows come from that
-    day's own costs: a cost reference for benchmarks, not a bound (the rolling limit links
-    the days, and a day's choice can cost the next one a window)."""
+    ``history`` days before it (`on_demand_hours.past_slots`: the day before's last hour is
+    not yet known when the switch learns, its occurrence of the day before that is used),
+    those the plan put on-demand seen as the deployed switch sees them (no provisioned cost
+    of their own, `on_demand_hours.day_savings`); the rolling limit of ``most`` switches to
+    on-demand in 24 hours kept. ``offset``: the trace's first minute's minute of the day
+    (UTC). With ``hindsight``, each day's windows come from that day's own costs: a cost
+    reference for benchmarks, not a bound (the rolling limit links the days, and a day's
+    choice can cost the next one a window)."""
     days = (offset + minutes + DAY - 1) // DAY
     wanted: list[bool] = []
     on_demand: set[tuple[int, int]] = set()
     for day in range(days):
-        days_read = [day] if hindsight else range(max(0, day - history), day)
-        past = [[_lived(costed, (d, hour), on_demand) for hour in range(24)] for d in days_read]
+        rows = [[(day, h) for h in range(24)]] if hindsight else past_slots(day, history)
+        past = [[_lived(costed, slot, on_demand) for slot in row] for row in rows]
         hours = day_plan(day_savings(past), most)
         on_demand.update((day, hour) for hour in range(24) if hours[hour])
         wanted += [h for h in hours for _ in range(HOUR)]

@@ -1,0 +1,293 @@
+"""Learned on-demand windows through a day against the moto server: the day's hours learned at
+23:55 from eight days of the table's CloudWatch metrics, the table switched to on-demand 5
+minutes before its learned hour and back on the hour no lower than before (its targets
+restored), DynamoDB's four switches a day kept by skipping, a deploy in the middle of a window,
+a window run on past midnight, and metrics that cannot be read or say nothing never switching
+a table."""
+
+from __future__ import annotations
+
+import io
+import json
+from contextlib import redirect_stdout
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from ddb_capacity_runtime.aws import switch_calls as calls
+from ddb_capacity_runtime.core.errors import SwitchError
+from ddb_capacity_runtime.core.on_demand_hours import DAY_S, HOUR_S
+from ddb_capacity_runtime.hybrid.billing_plan import parse_state
+from ddb_capacity_runtime.hybrid.handler import run
+from ddb_capacity_runtime.hybrid.learning import Learning
+from ddb_capacity_tools import local_aws
+from tests.support.switch_world import START, SwitchWorld, switch_world
+
+DAY = int(START // DAY_S) + 10
+"""The day whose hours are learned (from the epoch, UTC)."""
+SPIKY_HOUR = 10
+
+
+def at(day: int, hour: int, minute: int = 0) -> float:
+    return float(day * DAY_S + hour * HOUR_S + minute * 60)
+
+
+def _datapoint(table: str, index: str | None, name: str, when: float, value: float) -> Any:
+    dims = [{"Name": "TableName", "Value": table}]
+    if index:
+        dims.append({"Name": "GlobalSecondaryIndexName", "Value": index})
+    stamp = datetime.fromtimestamp(when, UTC)
+    return {"MetricName": name, "Dimensions": dims, "Timestamp": stamp, "Value": value}
+
+
+def history(w: SwitchWorld, days: range | list[int], spiky: int = SPIKY_HOUR) -> None:
+    """The table's metrics as DynamoDB publishes them over ``days``: 8 write units/s an hour
+    (one datapoint an hour carries the hour's units: on-demand charges for the units, and an
+    hour's busiest minute matters only where it ran on-demand) but in hour ``spiky``, a quiet
+    1/s there with one minute at 800/s; auto scaling keeps the table's writes at 10 units and
+    raises them to 1,200 for that hour, its reads at 20 and its GSI at 8 and 4 (idle)."""
+    data = []
+    levels = {
+        (None, "Read"): 20,
+        (None, "Write"): 10,
+        ("byUser", "Read"): 8,
+        ("byUser", "Write"): 4,
+    }
+    for day in days:
+        for hour in range(24):
+            for (index, dim), level in levels.items():
+                top = 1200 if (index, dim, hour) == (None, "Write", spiky) else level
+                name = f"Provisioned{dim}CapacityUnits"
+                data.append(_datapoint(w.table, index, name, at(day, hour), top))
+            consumed = "ConsumedWriteCapacityUnits"
+            if hour == spiky:
+                data.append(_datapoint(w.table, None, consumed, at(day, hour, 29), 59 * 60))
+                data.append(_datapoint(w.table, None, consumed, at(day, hour, 30), 800 * 60))
+            else:
+                data.append(_datapoint(w.table, None, consumed, at(day, hour), 8 * 3600))
+    for i in range(0, len(data), 1000):
+        w.world.cw.put_metric_data(Namespace="AWS/DynamoDB", MetricData=data[i : i + 1000])
+
+
+@pytest.fixture
+def w(aws_client: Any) -> SwitchWorld:
+    made = switch_world(aws_client)
+    made.switcher.cloudwatch = made.world.cw
+    return made
+
+
+LEARNING_MAX = (500, 200)
+
+
+def learning(w: SwitchWorld) -> Learning:
+    return Learning(w.table, 70, *LEARNING_MAX)
+
+
+def state(w: SwitchWorld) -> Any:
+    text, _ = calls.read_state(w.world.ddb, w.switcher.store, w.table)
+    return parse_state(text)
+
+
+def targets(w: SwitchWorld) -> dict[Any, Any]:
+    """The table's targets, a suspended state's parts not given read as False (as
+    Application Auto Scaling means them)."""
+    parts = ("DynamicScalingInSuspended", "DynamicScalingOutSuspended", "ScheduledScalingSuspended")
+    return {
+        k: (low, high, {p: s.get(p, False) for p in parts})
+        for k, (low, high, s) in w.targets().items()
+    }
+
+
+def billing(w: SwitchWorld) -> str:
+    return str(w.described()["BillingModeSummary"]["BillingMode"])
+
+
+def at_run(w: SwitchWorld, when: float) -> str:
+    w.clock.now = when
+    return w.switcher.learned(learning(w))
+
+
+def test_the_spiky_hour_is_learned_and_switched_through_a_day(w: SwitchWorld) -> None:
+    # GIVEN eight days of history with one spiky hour a day
+    history(w, range(DAY - 8, DAY))
+    before = targets(w)
+    # WHEN the 23:55 run learns the day's hours
+    assert at_run(w, at(DAY - 1, 23, 55)) == "provisioned"
+    # THEN the spiky hour alone runs on-demand
+    learned = state(w)
+    assert learned.plan_day == DAY
+    assert [h for h, on in enumerate(learned.plan) if on] == [SPIKY_HOUR]
+    # AND the table stays provisioned until 5 minutes before it
+    assert at_run(w, at(DAY, SPIKY_HOUR - 1)) == "provisioned"
+    assert billing(w) == "PROVISIONED"
+    assert at_run(w, at(DAY, SPIKY_HOUR - 1, 55)) == "switched-to-on-demand"
+    assert billing(w) == "PAY_PER_REQUEST"
+    cap = {"MaxReadRequestUnits": 500, "MaxWriteRequestUnits": 200}
+    assert w.sent[-1]["OnDemandThroughput"] == cap
+    assert all(all(s.values()) for *_, s in w.targets().values())
+    assert state(w).until == at(DAY, SPIKY_HOUR + 1)
+    # AND it stays on-demand through the hour, and is back on the hour after it
+    assert at_run(w, at(DAY, SPIKY_HOUR)) == "on-demand"
+    assert at_run(w, at(DAY, SPIKY_HOUR, 55)) == "on-demand"
+    assert at_run(w, at(DAY, SPIKY_HOUR + 1)) == "switched-to-provisioned"
+    assert billing(w) == "PROVISIONED"
+    table = w.described()
+    assert table["ProvisionedThroughput"]["ReadCapacityUnits"] == 20
+    assert table["ProvisionedThroughput"]["WriteCapacityUnits"] == 10
+    assert targets(w) == before
+    assert at_run(w, at(DAY, SPIKY_HOUR + 1, 55)) == "provisioned"
+    # AND the plan was learned once: the day's later runs read no metrics
+    calls_made: list[str] = []
+    w.world.cw.meta.events.register(
+        "before-call.cloudwatch.GetMetricData", lambda **_: calls_made.append("read")
+    )
+    assert at_run(w, at(DAY, 15, 55)) == "provisioned"
+    assert calls_made == []
+    assert state(w).plan == learned.plan
+
+
+def test_a_window_past_the_rolling_limit_is_skipped_not_refused(w: SwitchWorld) -> None:
+    history(w, range(DAY - 8, DAY))
+    at_run(w, at(DAY - 1, 23, 55))
+    # GIVEN four switches to on-demand in the 24 hours before the learned hour
+    text, version = calls.read_state(w.world.ddb, w.switcher.store, w.table)
+    recent = tuple(int(at(DAY - 1, h)) for h in (12, 14, 16, 18))
+    calls.write_state(
+        w.world.ddb,
+        w.switcher.store,
+        w.table,
+        replace(parse_state(text), switches=recent).as_text(),
+        version,
+    )
+    # WHEN the window's run comes, through the handler
+    w.clock.now = at(DAY, SPIKY_HOUR - 1, 55)
+    entry = {
+        "Table": w.table,
+        "TargetUtilization": 70,
+        "MaxReadRequestUnits": 500,
+        "MaxWriteRequestUnits": 200,
+    }
+    outcome = run({"Action": "learned", "Tables": [entry]}, w.switcher)
+    # THEN it is skipped (no failure, nothing counted) and the table stays provisioned
+    assert outcome == {w.table: "skipped-at-the-limit"}
+    assert billing(w) == "PROVISIONED"
+    # AND the next day, with the oldest switch out of the span, the hour switches again
+    history(w, [DAY])
+    assert at_run(w, at(DAY, 23, 55)) == "provisioned"
+    assert at_run(w, at(DAY + 1, SPIKY_HOUR - 1, 55)) == "switched-to-on-demand"
+
+
+def test_a_deploy_mid_window_gives_the_table_its_targets_back(w: SwitchWorld) -> None:
+    history(w, range(DAY - 8, DAY))
+    at_run(w, at(DAY - 1, 23, 55))
+    before = targets(w)
+    assert at_run(w, at(DAY, SPIKY_HOUR - 1, 55)) == "switched-to-on-demand"
+    # GIVEN a deploy of the table's template mid-window: provisioned again, as it declares
+    w.world.ddb.update_table(
+        TableName=w.table,
+        BillingMode="PROVISIONED",
+        ProvisionedThroughput={"ReadCapacityUnits": 20, "WriteCapacityUnits": 10},
+        GlobalSecondaryIndexUpdates=[
+            {
+                "Update": {
+                    "IndexName": "byUser",
+                    "ProvisionedThroughput": {"ReadCapacityUnits": 8, "WriteCapacityUnits": 4},
+                }
+            }
+        ],
+    )
+    # WHEN the check comes
+    w.clock.now = at(DAY, SPIKY_HOUR, 15)
+    assert w.switcher.check(w.table) == "switched-back-underneath"
+    # THEN the table keeps its auto scaling, and the later runs leave it provisioned
+    assert targets(w) == before
+    assert at_run(w, at(DAY, SPIKY_HOUR + 1)) == "provisioned"
+    assert billing(w) == "PROVISIONED"
+
+
+def test_a_window_running_past_midnight_is_extended_by_the_next_days_plan(
+    w: SwitchWorld,
+) -> None:
+    # GIVEN a learned day whose last hour runs on-demand, and a next day whose first does
+    history(w, range(DAY - 8, DAY), spiky=23)
+    at_run(w, at(DAY - 1, 23, 55))
+    assert [h for h, on in enumerate(state(w).plan) if on] == [23]
+    assert at_run(w, at(DAY, 22, 55)) == "switched-to-on-demand"
+    assert state(w).until == at(DAY + 1, 0)
+    text, version = calls.read_state(w.world.ddb, w.switcher.store, w.table)
+    first_hour = tuple(h == 0 for h in range(24))
+    shown = replace(parse_state(text), plan_day=DAY + 1, plan=first_hour)
+    calls.write_state(w.world.ddb, w.switcher.store, w.table, shown.as_text(), version)
+    # WHEN the 23:55 run comes
+    assert at_run(w, at(DAY, 23, 55)) == "on-demand-extended"
+    # THEN the window runs on to the end of the next day's first hour, without a new switch
+    assert state(w).until == at(DAY + 1, 1)
+    assert len(state(w).switches) == 1
+    assert at_run(w, at(DAY + 1, 0)) == "on-demand"
+    assert at_run(w, at(DAY + 1, 1)) == "switched-to-provisioned"
+
+
+def test_a_table_without_metrics_is_never_switched(w: SwitchWorld) -> None:
+    # GIVEN no metric at all for the table (none published, or none delivered)
+    assert at_run(w, at(DAY - 1, 23, 55)) == "provisioned"
+    # THEN no hour is learned on-demand
+    assert state(w).plan == (False,) * 24
+    assert at_run(w, at(DAY, SPIKY_HOUR - 1, 55)) == "provisioned"
+
+
+def test_metrics_that_cannot_be_read_fail_the_run_counted_and_switch_nothing(
+    w: SwitchWorld,
+) -> None:
+    # GIVEN CloudWatch out of reach
+    w.switcher.cloudwatch = local_aws.client("http://127.0.0.1:9", "cloudwatch")
+    w.switcher.cloudwatch.meta.config.retries = {"max_attempts": 1}
+    w.clock.now = at(DAY - 1, 23, 55)
+    entry = {"Table": w.table, "TargetUtilization": 70}
+    entry |= {"MaxReadRequestUnits": 500, "MaxWriteRequestUnits": 200}
+    # WHEN the run comes, THEN it fails once the table was tried, and counts the failure
+    lines = io.StringIO()
+    with pytest.MonkeyPatch.context() as env, redirect_stdout(lines):
+        env.setenv("AWS_LAMBDA_FUNCTION_NAME", "switch")
+        with pytest.raises(SwitchError, match="could not be learned"):
+            run({"Action": "learned", "Tables": [entry]}, w.switcher)
+    counted = [json.loads(line) for line in lines.getvalue().splitlines()]
+    assert [(c["TableName"], c.get("SwitchFailed")) for c in counted] == [(w.table, 1)]
+    # AND the table is left as it was, with no plan
+    assert billing(w) == "PROVISIONED"
+    assert state(w).plan_day == -1
+
+
+@pytest.mark.parametrize(
+    ("entry", "wrong"),
+    [
+        ({"TargetUtilization": 95}, "TargetUtilization"),
+        ({"Table": "x"}, "Table"),
+        ({"MaxReadRequestUnits": 0}, "MaxRead"),
+        ({"MaxWriteRequestUnits": True}, "MaxRead/Write"),
+    ],
+)
+def test_a_malformed_learned_event_is_refused_naming_the_field(
+    w: SwitchWorld, entry: dict[str, Any], wrong: str
+) -> None:
+    good = {"Table": w.table, "TargetUtilization": 70}
+    good |= {"MaxReadRequestUnits": 500, "MaxWriteRequestUnits": 200}
+    with pytest.raises(SwitchError, match=f"learned event: table .*{wrong}"):
+        run({"Action": "learned", "Tables": [good | entry]}, w.switcher)
+    with pytest.raises(SwitchError, match="learned event: Tables"):
+        run({"Action": "learned", "Tables": "all"}, w.switcher)
+
+
+def test_the_plan_day_is_the_day_of_the_hour_acted_for() -> None:
+    from ddb_capacity_runtime.hybrid.learning import acting_for, run_end
+
+    assert acting_for(at(DAY - 1, 23, 55)) == (DAY, 0)
+    assert acting_for(at(DAY, 0)) == (DAY, 0)
+    assert acting_for(at(DAY, 9, 55)) == (DAY, 10)
+    assert acting_for(at(DAY, 10, 53)) == (DAY, 10)
+    plan = [h in (3, 4, 5, 23) for h in range(24)]
+    assert run_end(plan, DAY, 3) == at(DAY, 6)
+    assert run_end(plan, DAY, 23) == at(DAY + 1, 0)
+    assert datetime.fromtimestamp(at(DAY, 0), UTC).time() == datetime.min.time()
+    assert timedelta(seconds=at(DAY, 1) - at(DAY, 0)) == timedelta(hours=1)
