@@ -43,10 +43,10 @@ def _datapoint(table: str, index: str | None, name: str, when: float, value: flo
 
 
 def history(w: SwitchWorld, days: range | list[int], spiky: int = SPIKY_HOUR) -> None:
-    """The table's metrics as DynamoDB publishes them over ``days``: 8 write units/s an hour
-    (one datapoint an hour carries the hour's units: on-demand charges for the units, and an
-    hour's busiest minute matters only where it ran on-demand) but in hour ``spiky``, a quiet
-    1/s there with one minute at 800/s; auto scaling keeps the table's writes at 10 units and
+    """The table's metrics as DynamoDB publishes them over ``days``: 8 write units/s (the
+    first 15 minutes of each hour minute by minute, the rest of the hour in one datapoint:
+    on-demand charges for the units, and the rest's busiest minute matters only where the
+    hour ran on-demand) but in hour ``spiky``, a quiet 1/s there with one minute at 800/s; auto scaling keeps the table's writes at 10 units and
     raises them to 1,200 for that hour, its reads at 20 and its GSI at 8 and 4 (idle)."""
     data = []
     levels = {
@@ -65,8 +65,10 @@ def history(w: SwitchWorld, days: range | list[int], spiky: int = SPIKY_HOUR) ->
             if hour == spiky:
                 data.append(_datapoint(w.table, None, consumed, at(day, hour, 29), 59 * 60))
                 data.append(_datapoint(w.table, None, consumed, at(day, hour, 30), 800 * 60))
-            else:
-                data.append(_datapoint(w.table, None, consumed, at(day, hour), 8 * 3600))
+            else:  # the hour's first 15 minutes one by one, the rest in one datapoint
+                for minute in range(15):
+                    data.append(_datapoint(w.table, None, consumed, at(day, hour, minute), 480))
+                data.append(_datapoint(w.table, None, consumed, at(day, hour, 15), 480 * 45))
     for i in range(0, len(data), 1000):
         w.world.cw.put_metric_data(Namespace="AWS/DynamoDB", MetricData=data[i : i + 1000])
 
@@ -119,6 +121,9 @@ def test_the_spiky_hour_is_learned_and_switched_through_a_day(w: SwitchWorld) ->
     learned = state(w)
     assert learned.plan_day == DAY
     assert [h for h, on in enumerate(learned.plan) if on] == [SPIKY_HOUR]
+    assert learned.returns == {
+        SPIKY_HOUR + 1: {"|read": 1, "|write": 12, "byUser|read": 1, "byUser|write": 1}
+    }
     # AND the table stays provisioned until 5 minutes before it
     assert at_run(w, at(DAY, SPIKY_HOUR - 1)) == "provisioned"
     assert billing(w) == "PROVISIONED"
@@ -133,9 +138,16 @@ def test_the_spiky_hour_is_learned_and_switched_through_a_day(w: SwitchWorld) ->
     assert at_run(w, at(DAY, SPIKY_HOUR, 55)) == "on-demand"
     assert at_run(w, at(DAY, SPIKY_HOUR + 1)) == "switched-to-provisioned"
     assert billing(w) == "PROVISIONED"
+    # AT the level the hour after usually needs where that is higher than before: 8 writes/s
+    # at 70 %, 12 units; the idle reads and GSI as they were
     table = w.described()
-    assert table["ProvisionedThroughput"]["ReadCapacityUnits"] == 20
-    assert table["ProvisionedThroughput"]["WriteCapacityUnits"] == 10
+    assert table["ProvisionedThroughput"] == {
+        **table["ProvisionedThroughput"],
+        "ReadCapacityUnits": 20,
+        "WriteCapacityUnits": 12,
+    }
+    gsi = table["GlobalSecondaryIndexes"][0]["ProvisionedThroughput"]
+    assert (gsi["ReadCapacityUnits"], gsi["WriteCapacityUnits"]) == (8, 4)
     assert targets(w) == before
     assert at_run(w, at(DAY, SPIKY_HOUR + 1, 55)) == "provisioned"
     # AND the plan was learned once: the day's later runs read no metrics
@@ -291,3 +303,30 @@ def test_the_plan_day_is_the_day_of_the_hour_acted_for() -> None:
     assert run_end(plan, DAY, 23) == at(DAY + 1, 0)
     assert datetime.fromtimestamp(at(DAY, 0), UTC).time() == datetime.min.time()
     assert timedelta(seconds=at(DAY, 1) - at(DAY, 0)) == timedelta(hours=1)
+
+
+def test_a_learned_return_level_raises_within_the_targets_maximum_and_never_lowers() -> None:
+    from ddb_capacity_runtime.hybrid.billing_plan import SwitchState, Target, back_levels
+
+    target = Target("table/t", "dynamodb:table:WriteCapacityUnits", (3, 50), {})
+    description = {
+        "ProvisionedThroughput": {"ReadCapacityUnits": 5, "WriteCapacityUnits": 5},
+    }
+    before = SwitchState(levels={"|read": 20, "|write": 10}, targets=(target,))
+    # a return level above the target's maximum: the maximum
+    high = replace(before, back={"|write": 686, "|read": 30})
+    assert back_levels("t", high, description) == {"|read": 30, "|write": 50}
+    # one below the level before the window: the level before
+    low = replace(before, back={"|write": 4, "|read": 2})
+    assert back_levels("t", low, description) == {"|read": 20, "|write": 10}
+    # the returns survive the state's round trip, and a malformed one is refused
+    text = replace(high, plan_day=3, plan=(False,) * 24, returns={11: {"|write": 12}}).as_text()
+    assert parse_state(text).returns == {11: {"|write": 12}}
+    assert parse_state(text).back == {"|write": 686, "|read": 30}
+    broken = json.loads(text)
+    broken["plan"]["returns"] = {"25": {"|write": 12}}
+    with pytest.raises(ValueError, match="plan returns"):
+        parse_state(json.dumps(broken))
+    broken["plan"]["returns"] = {"11": {"|write": 0}}
+    with pytest.raises(ValueError, match="plan returns"):
+        parse_state(json.dumps(broken))

@@ -235,3 +235,26 @@ def test_a_window_refused_at_its_start_is_dropped_whole_even_when_the_limit_free
     assert not any(kept[1430:1450])  # the limit frees at 1440, mid-window: still dropped
     wanted[1500:1510] = [True] * 10  # the next window: the first switch is 24 h old
     assert all(within_limit(wanted, SWITCHES_PER_DAY)[1500:1510])
+
+
+def test_a_learned_window_returns_the_table_at_the_level_the_hour_after_needs() -> None:
+    # GIVEN nightly batches from 02:00, whose hour before the hybrid learns to run on-demand
+    trace = scenario("nightly-batch")
+    params, prices = ModelParams().validate(), Prices()
+    hybrid = run_policy(parse("hybrid:70"), trace, params, prices)
+    base = run_policy(parse("autopilot:70"), trace, params, prices)
+    writes = next(r for r in hybrid if r.key == (None, "write")).recorded
+    ends = [
+        m
+        for m in range(1, len(writes.provisioned))
+        if writes.provisioned[m - 1] == 0 < writes.provisioned[m]
+    ]
+    assert any(m % DAY == 120 for m in ends)  # a window ends as a batch starts
+    # THEN the table comes back at the batch's level (8,000/s at 70 %), not at its level of
+    # before the window, and refuses no more than the autopilot alone
+    for m in ends:
+        if m % DAY == 120:
+            assert writes.provisioned[m] >= 8_000 / 0.7
+    refused = sum(r.throttled_requests for r in hybrid)
+    assert refused <= sum(r.throttled_requests for r in base)
+    assert sum(r.cost_usd for r in hybrid) < sum(r.cost_usd for r in base)

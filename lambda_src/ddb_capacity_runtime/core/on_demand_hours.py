@@ -15,6 +15,10 @@ simulator's ``hybrid`` policy that models them.
    (provisioned - on-demand) (`day_plan`; none known: no saving).
 3. The day's on-demand windows are the at most ``most`` runs of whole hours whose savings add
    up to the most (`best_windows`).
+4. A window ends with the table back to provisioned no lower than before it, nor than the
+   level target tracking at ``target`` % needs for the busiest minute of the first
+   `RETURN_MINUTES` of the hour after it, taken as the median over the same past days
+   (`return_level`): the level the traffic of that hour usually needs, ready as it comes.
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ DAY_S = 86_400
 PLANNED_BEFORE_S = 300
 """A day's windows are learned this long before the day begins (the switch's run at 23:55 UTC,
 which starts a window of the day's first hour)."""
+RETURN_MINUTES = 15
+"""The first minutes of the hour after a window whose busiest sets the level it returns at."""
 SETTLED_S = 600
 """An hour is learned from once it ended this long before: CloudWatch delivers a minute's
 datapoints within a few minutes."""
@@ -83,8 +89,7 @@ def hour_costs(
     the hour; on-demand: every unit served."""
     provisioned = on_demand = 0.0
     for dimension, minutes in served:
-        peak = max(minutes, default=0.0)
-        level = max(1, math.ceil(peak * 100 / target - 1e-9))
+        level = least_level(max(minutes, default=0.0), target)
         provisioned += level * prices.unit_hour(dimension)
         on_demand += sum(minutes) * 60 * prices.request_unit(dimension)
     return provisioned, on_demand
@@ -136,6 +141,28 @@ def day_savings(days: Sequence[Sequence[Hour | None]]) -> list[list[float | None
             for h in d
         ]
         for d in days
+    ]
+
+
+def least_level(peak: float, target: int) -> int:
+    """The least level target tracking at ``target`` % holds for ``peak`` units per second:
+    at least 1."""
+    return max(1, math.ceil(peak * 100 / target - 1e-9))
+
+
+def return_level(peaks: Iterable[float | None], target: int) -> int | None:
+    """The level a dimension returns at after a window: `least_level` of the median of its
+    busiest minute of the first `RETURN_MINUTES` of the hour after the window on past days
+    (``peaks``, units per second, None where a day does not know it); None when none does."""
+    known = [p for p in peaks if p is not None]
+    return least_level(statistics.median(known), target) if known else None
+
+
+def run_ends(hours: Sequence[bool]) -> list[int]:
+    """The hours at which a day plan's windows end (the first hour after each; 0 for one that
+    runs to the day's end)."""
+    return [
+        (h + 1) % HOURS for h in range(HOURS) if hours[h] and not (h + 1 < HOURS and hours[h + 1])
     ]
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..core.errors import shown
+from ..core.names import MAX_TABLE_QUOTA
 from ..core.tables import named_gsis
 from ..core.validators import is_number, is_whole
 
@@ -72,6 +73,11 @@ class SwitchState:
     """Learned windows: the day (UTC, from the epoch) ``plan`` is for (-1: none learned)."""
     plan: tuple[bool, ...] = ()
     """Learned windows: the 24 hours of ``plan_day``, whether each runs on-demand."""
+    returns: Mapping[int, Mapping[str, int]] = field(default_factory=dict)
+    """Learned windows: per hour a window of ``plan`` ends at, the level each dimension
+    (``"<index or ''>|read"``) returns at, where learned (`core.on_demand_hours.return_level`)."""
+    back: Mapping[str, int] = field(default_factory=dict)
+    """While on-demand by a learned window: the levels it returns at (from ``returns``)."""
 
     def as_text(self) -> str:
         return json.dumps(
@@ -82,14 +88,21 @@ class SwitchState:
                 "until": self.until,
                 "levels": dict(self.levels),
                 "targets": [t.as_json() for t in self.targets],
-                "plan": {"day": self.plan_day, "hours": list(self.plan)},
+                "plan": {
+                    "day": self.plan_day,
+                    "hours": list(self.plan),
+                    "returns": {str(h): dict(v) for h, v in self.returns.items()},
+                },
+                "back": dict(self.back),
             },
             sort_keys=True,
         )
 
     def provisioned(self) -> SwitchState:
         """Back to provisioned: the history kept, the window's state dropped."""
-        return replace(self, billing=PROVISIONED, window="", until=0.0, levels={}, targets=())
+        return replace(
+            self, billing=PROVISIONED, window="", until=0.0, levels={}, targets=(), back={}
+        )
 
 
 def parse_state(text: str | None) -> SwitchState:
@@ -111,7 +124,8 @@ def parse_state(text: str | None) -> SwitchState:
     targets = raw.get("targets")
     if not isinstance(targets, list):
         raise ValueError(f"switch state: targets {shown(targets, 200)}")
-    day, hours = _plan(raw.get("plan", {"day": -1, "hours": []}))
+    day, hours, returns = _plan(raw.get("plan", {"day": -1, "hours": []}))
+    back = _levels("back", raw.get("back", {}))
     return SwitchState(
         billing=raw["billing"],
         switches=tuple(int(t) for t in switches),
@@ -121,17 +135,35 @@ def parse_state(text: str | None) -> SwitchState:
         targets=tuple(Target.of(t) for t in targets),
         plan_day=day,
         plan=hours,
+        returns=returns,
+        back=back,
     )
 
 
-def _plan(raw: object) -> tuple[int, tuple[bool, ...]]:
-    """A stored learned plan: its day and its 24 hours (none: day -1, no hours)."""
+def _levels(what: str, raw: object) -> dict[str, int]:
+    """Stored levels by dimension (``"<index or ''>|read"``), each a whole number of units."""
+    if not isinstance(raw, dict) or not all(
+        isinstance(k, str) and "|" in k and is_whole(v, 1, MAX_TABLE_QUOTA) for k, v in raw.items()
+    ):
+        raise ValueError(f"switch state: {what} {shown(raw, 200)}")
+    return {str(k): int(v) for k, v in raw.items()}
+
+
+def _plan(raw: object) -> tuple[int, tuple[bool, ...], dict[int, dict[str, int]]]:
+    """A stored learned plan: its day, its 24 hours and its return levels (none: day -1)."""
     day = raw.get("day") if isinstance(raw, dict) else None
     hours = raw.get("hours") if isinstance(raw, dict) else None
-    sound = isinstance(hours, list) and len(hours) in (0, 24)
+    returns = raw.get("returns", {}) if isinstance(raw, dict) else None
+    sound = isinstance(hours, list) and len(hours) in (0, 24) and isinstance(returns, dict)
     if not (is_whole(day, -1) and sound and all(isinstance(h, bool) for h in hours or [])):
         raise ValueError(f"switch state: plan {shown(raw, 200)}")
-    return int(day), tuple(hours or [])
+    assert isinstance(returns, dict)
+    by_hour = {}
+    for hour, levels in returns.items():
+        if not (isinstance(hour, str) and hour.isdigit() and int(hour) < 24):
+            raise ValueError(f"switch state: plan returns {shown(returns, 200)}")
+        by_hour[int(hour)] = _levels("plan returns", levels)
+    return int(day), tuple(hours or []), by_hour
 
 
 def billing_of(description: Mapping[str, Any]) -> str:
@@ -171,18 +203,20 @@ def back_levels(
 ) -> dict[str, int]:
     """The level each dimension of the table (as DescribeTable lists its GSIs now) returns
     to: no lower than before the window, nor than its target's minimum then, nor than its
-    active capacity holds' level (``held``, same keys); a GSI made during the window, its
-    target's minimum (1 without one)."""
+    active capacity holds' level (``held``, same keys), nor than a learned window's return
+    level (``state.back``, at most its target's maximum then); a GSI made during the window,
+    its target's minimum (1 without one)."""
     held = held or {}
-    minimums = {(t.resource_id, t.dimension): t.bounds[0] for t in state.targets}
+    bounds = {(t.resource_id, t.dimension): t.bounds for t in state.targets}
     levels = {}
     for index in _throughputs(name, description):
         rid = f"table/{name}" + (f"/index/{index}" if index else "")
         kind = "index" if index else "table"
         for dim, units in UNITS.items():
-            least = minimums.get((rid, f"dynamodb:{kind}:{units}"), 1)
+            least, most = bounds.get((rid, f"dynamodb:{kind}:{units}"), (1, MAX_TABLE_QUOTA))
             key = f"{index}|{dim}"
-            levels[key] = max(state.levels.get(key, 1), least, held.get(key, 0))
+            back = min(state.back.get(key, 0), most)
+            levels[key] = max(state.levels.get(key, 1), least, held.get(key, 0), back)
     return levels
 
 

@@ -24,11 +24,14 @@ from ..core.on_demand_hours import (
     HISTORY_DAYS,
     HOUR_S,
     LIST_PRICES,
+    RETURN_MINUTES,
     Hour,
     day_plan,
     day_savings,
     hour_costs,
     past_slots,
+    return_level,
+    run_ends,
 )
 from ..core.series import Key
 from ..core.switches import MAX_SWITCHES
@@ -106,14 +109,24 @@ def keys_of(table: str, description: Mapping[str, Any]) -> list[Key]:
     return [(table, index, dim) for index in indexes for dim in ("read", "write")]
 
 
+@dataclass(frozen=True)
+class Plan:
+    """A day's learned windows: its 24 hours, whether each runs on-demand; and per hour a
+    window ends at, the level each dimension (``"<index or ''>|read"``) returns at, where
+    known."""
+
+    hours: tuple[bool, ...]
+    returns: dict[int, dict[str, int]]
+
+
 def learn(
     cloudwatch: CloudWatchClient,
     table: str,
     description: Mapping[str, Any],
     learning: Learning,
     day: int,
-) -> tuple[bool, ...]:
-    """The 24 hours of ``day`` the table runs on-demand, learned from its metrics of the hours
+) -> Plan:
+    """``day``'s plan, learned from the table's metrics of the hours
     `core.on_demand_hours.past_slots` names (at most `MAX_SWITCHES` windows). SwitchError
     (the table left as it is) when the metrics or the table's description cannot be read."""
     rows = past_slots(day, HISTORY_DAYS)
@@ -128,8 +141,32 @@ def learn(
             f"table {table}: its on-demand hours for day {day} could not be learned ({exc}); "
             "it stays as it is until they are"
         ) from None
-    days = [[_hour(reads, slot, learning.target) for slot in row] for row in rows]
-    return tuple(day_plan(day_savings(days), MAX_SWITCHES))
+    target = learning.target
+    days = [[_hour(reads, slot, target) for slot in row] for row in rows]
+    hours = tuple(day_plan(day_savings(days), MAX_SWITCHES))
+    returns = {}
+    for back in run_ends(hours):
+        peaks = [_peaks(reads, row[back], days[k][back] is not None) for k, row in enumerate(rows)]
+        returns[back] = {
+            f"{key[1] or ''}|{key[2]}": level
+            for key in reads
+            if (level := return_level([None if p is None else p[key] for p in peaks], target))
+        }
+    return Plan(hours, returns)
+
+
+def _peaks(
+    reads: Mapping[Key, HourReads], slot: tuple[int, int], known: bool
+) -> dict[Key, float] | None:
+    """Each dimension's busiest minute (units per second) of the first `RETURN_MINUTES` of the
+    hour at ``slot`` (None: the hour is not ``known``, `_hour`)."""
+    if not known:
+        return None
+    begin = datetime.fromtimestamp(slot[0] * DAY_S + slot[1] * HOUR_S, UTC)
+    minutes = [begin + timedelta(minutes=m) for m in range(RETURN_MINUTES)]
+    return {
+        key: max((r.consumed or {}).get(m, 0.0) / 60 for m in minutes) for key, r in reads.items()
+    }
 
 
 def _hour(reads: Mapping[Key, HourReads], slot: tuple[int, int], target: int) -> Hour | None:

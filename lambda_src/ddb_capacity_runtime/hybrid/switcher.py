@@ -20,6 +20,7 @@ from ..aws.discovery import table_resource_ids
 from ..aws.hold_bounds import WIDEST
 from ..aws.store import HoldStore
 from ..core.errors import SwitchError
+from ..core.on_demand_hours import HOUR_S
 from ..core.switches import MAX_SWITCHES, recent, switch_allowed
 from ..events import log_event
 from .billing_plan import (
@@ -250,10 +251,16 @@ class Switcher:
             if self.cloudwatch is None:
                 raise SwitchError(f"table {table}: no CloudWatch client to learn its hours")
             description = table_calls.describe(self.dynamodb, table)
-            hours = learn(self.cloudwatch, table, description, learning, day)
-            state = replace(state, plan_day=day, plan=hours)
+            plan = learn(self.cloudwatch, table, description, learning, day)
+            state = replace(state, plan_day=day, plan=plan.hours, returns=plan.returns)
             version = self._save(table, state, version)
-            log_event("learned-on-demand-hours", table=table, day=day, hours=_on(hours))
+            log_event(
+                "learned-on-demand-hours",
+                table=table,
+                day=day,
+                hours=_on(plan.hours),
+                returns=plan.returns,
+            )
         planned = len(state.plan) == 24 and state.plan[hour]
         if state.billing == ON_DEMAND:
             return self._learned_on_demand(table, state, version, planned, hour)
@@ -264,8 +271,17 @@ class Switcher:
         if billing_of(description) == PROVISIONED and not switch_allowed(history, now):
             log_event("learned-window-skipped", table=table, hour=hour, switches=len(history))
             return "skipped-at-the-limit"
-        seconds = int(run_end(state.plan, day, hour) - now)
-        return self.start(table, Window(LEARNED, seconds, learning.max_read, learning.max_write))
+        end = run_end(state.plan, day, hour)
+        window = Window(LEARNED, int(end - now), learning.max_read, learning.max_write)
+        outcome = self.start(table, window)
+        self._set_back(table, state.returns.get(int(end // HOUR_S) % 24, {}))
+        return outcome
+
+    def _set_back(self, table: str, back: Mapping[str, int]) -> None:
+        """The levels the table's learned window returns at (`SwitchState.back`)."""
+        state, version = self._state(table)
+        if state.billing == ON_DEMAND and state.window == LEARNED and state.back != back:
+            self._save(table, replace(state, back=dict(back)), version)
 
     def _learned_on_demand(
         self, table: str, state: SwitchState, version: int, planned: bool, hour: int
@@ -278,7 +294,8 @@ class Switcher:
         if planned and state.until - now <= LEAD_S:
             day = acting_for(now)[0]
             until = max(state.until, run_end(state.plan, day, hour))
-            self._save(table, replace(state, until=until), version)
+            back = state.returns.get(int(until // HOUR_S) % 24, {})
+            self._save(table, replace(state, until=until, back=dict(back)), version)
             return "on-demand-extended"
         if now >= state.until:
             return self.end(table)

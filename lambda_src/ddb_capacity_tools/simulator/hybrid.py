@@ -57,12 +57,15 @@ from dataclasses import dataclass, replace
 
 from ddb_capacity_runtime.core.on_demand_hours import (
     HISTORY_DAYS,
+    RETURN_MINUTES,
     Hour,
     best_windows,
     day_plan,
     day_savings,
     hour_costs,
     past_slots,
+    return_level,
+    run_ends,
 )
 from ddb_capacity_runtime.core.switches import MAX_SWITCHES, recent
 
@@ -83,6 +86,7 @@ __all__ = [
     "daily",
     "best_of",
     "fixed_hours",
+    "first_peaks",
     "frozen",
     "hourly_savings",
     "led",
@@ -171,6 +175,9 @@ def plan(
     most: int = SWITCHES_PER_DAY,
     history: int = HISTORY_DAYS,
     hindsight: bool = False,
+    peaks: Mapping[tuple[int, int], Mapping[Key, float]] | None = None,
+    target: int = 70,
+    returns: dict[tuple[int, int], dict[Key, int]] | None = None,
 ) -> list[bool]:
     """Per minute of a trace of ``minutes``, whether the table is on-demand: each day's
     windows (`on_demand_hours.day_plan`) from the ``costed`` hours (`costed_hours`) of the
@@ -181,7 +188,9 @@ def plan(
     on-demand in 24 hours kept. ``offset``: the trace's first minute's minute of the day
     (UTC). With ``hindsight``, each day's windows come from that day's own costs: a cost
     reference for benchmarks, not a bound (the rolling limit links the days, and a day's
-    choice can cost the next one a window)."""
+    choice can cost the next one a window). With ``peaks`` (`first_peaks`) and ``returns``,
+    ``returns`` is given for each (day, hour a window of its plan ends at) the level each
+    dimension returns at (`on_demand_hours.return_level` at ``target`` %), where known."""
     days = (offset + minutes + DAY - 1) // DAY
     wanted: list[bool] = []
     on_demand: set[tuple[int, int]] = set()
@@ -191,7 +200,31 @@ def plan(
         hours = day_plan(day_savings(past), most)
         on_demand.update((day, hour) for hour in range(24) if hours[hour])
         wanted += [h for h in hours for _ in range(HOUR)]
+        if peaks is not None and returns is not None:
+            for end in run_ends(hours):
+                seen = [peaks.get(row[end]) for row in rows]
+                keys = {k for p in seen if p for k in p}
+                levels = {
+                    k: return_level([p.get(k) if p else None for p in seen], target) for k in keys
+                }
+                returns[(day, end)] = {k: v for k, v in levels.items() if v is not None}
     return within_limit(wanted[offset : offset + minutes], most)
+
+
+def first_peaks(
+    on_demand: Mapping[Key, Recorded], offset: int
+) -> dict[tuple[int, int], dict[Key, float]]:
+    """Per (day, hour of day), each dimension's busiest minute (units per second served
+    on-demand) of the hour's first `on_demand_hours.RETURN_MINUTES` (an hour the trace starts
+    within: none)."""
+    keys = list(on_demand)
+    minutes = len(on_demand[keys[0]].served) if keys else 0
+    out: dict[tuple[int, int], dict[Key, float]] = {}
+    for m in range((-offset) % HOUR, minutes, HOUR):
+        day, minute = divmod(offset + m, DAY)
+        end = min(minutes, m + RETURN_MINUTES)
+        out[(day, minute // HOUR)] = {k: max(on_demand[k].served[m:end]) for k in keys}
+    return out
 
 
 def _lived(
@@ -418,17 +451,23 @@ def compose(
     minutes = len(base[keys[0]].demand) if keys else 0
     unit = {k: prices.provisioned(k[1], 1) for k in keys}  # a unit-minute's dollars
     request = {k: prices.on_demand(k[1], 1) for k in keys}  # a minute of 1 unit/s
+    returns: dict[tuple[int, int], dict[Key, int]] = {}
     if hours is None:
         costed = costed_hours(base, on_demand, prices, offset, target, basis)
-        wanted = plan(costed, minutes, offset, most, hindsight=hindsight)
+        peaks = first_peaks(on_demand, offset)
+        wanted = plan(
+            costed, minutes, offset, most, hindsight=hindsight, peaks=peaks, target=target,
+            returns=returns,
+        )  # fmt: skip
     else:
         wanted = within_limit(daily(hours, offset, minutes), most)
     asked = within_limit(led(wanted), most)
     mask = switched(asked)
     held = _held_minutes(asked, mask, recovery)
+    floors = _floors(base, mask, held, returns, offset)
     out = {}
     for k in keys:
-        b, o = frozen(base[k], held), on_demand[k]
+        b, o = frozen(base[k], held, floors.get(k)), on_demand[k]
         cost = sum(
             o.served[m] * request[k] if mask[m] else b.provisioned[m] * unit[k]
             for m in range(start, minutes)
@@ -456,18 +495,48 @@ def _held_minutes(asked: Sequence[bool], mask: Sequence[bool], recovery: int) ->
     return held
 
 
-def frozen(b: Recorded, held: dict[int, int]) -> Recorded:
-    """``b`` with each minute of ``held`` at the level of the minute it holds: billed at that
-    level, serving what ``b`` served where ``b`` had no more, else at most that level (no
-    burst counted), the rest throttled."""
+def _floors(
+    base: Mapping[Key, Recorded],
+    mask: Sequence[bool],
+    held: Mapping[int, int],
+    returns: Mapping[tuple[int, int], Mapping[Key, int]],
+    offset: int,
+) -> dict[Key, dict[int, int]]:
+    """Per dimension, the held minutes after each learned window (``mask`` on-demand) it
+    returns no lower than: the level its plan's ``returns`` give for the hour it ends at (the
+    plan of the day of its last minute), at most the highest level the base ever had (its
+    maximum capacity bounds it)."""
+    out: dict[Key, dict[int, int]] = {}
+    tops = {k: max(r.provisioned, default=0) for k, r in base.items()}
+    for m in range(1, len(mask)):
+        if not (mask[m - 1] and not mask[m]):
+            continue
+        levels = returns.get(((offset + m - 1) // DAY, (offset + m) % DAY // HOUR), {})
+        after = m
+        while after in held and after > held[after]:
+            for k, level in levels.items():
+                out.setdefault(k, {})[after] = min(level, tops[k])
+            after += 1
+    return out
+
+
+def frozen(b: Recorded, held: dict[int, int], floors: Mapping[int, int] | None = None) -> Recorded:
+    """``b`` with each minute of ``held`` at the level of the minute it holds, or its
+    ``floors`` level where higher: billed at that level, serving what ``b`` served where ``b``
+    had no more, else at most that level (no burst counted), the rest throttled; above what
+    ``b`` had (a floor), serving what is asked up to it."""
     if not held:
         return b
     provisioned, served, throttled = list(b.provisioned), list(b.served), list(b.throttled)
+    floors = floors or {}
     for m, first in held.items():
-        level = b.provisioned[first]
+        level = max(b.provisioned[first], floors.get(m, 0))
         provisioned[m] = level
         if b.provisioned[m] > level:
             served[m] = min(b.demand[m], float(level))
+            throttled[m] = b.demand[m] - served[m]
+        elif floors.get(m, 0) > b.provisioned[m]:
+            served[m] = max(b.served[m], min(b.demand[m], float(level)))
             throttled[m] = b.demand[m] - served[m]
     out = Recorded(list(b.demand), served, throttled, provisioned, list(b.throttle_events))
     if b.key_range:
