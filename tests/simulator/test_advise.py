@@ -338,22 +338,24 @@ def test_a_tables_bill_counts_its_gsis_and_an_index_alone_is_its_own(
     )
 
 
-def test_the_hybrid_is_shown_for_comparison_and_never_recommended(
-    region: dict[str, Any], pair: list[str]
-) -> None:
+def test_the_hybrid_is_an_option_like_any_other(region: dict[str, Any], pair: list[str]) -> None:
     name = busy(region, f"AdviseHybrid{datetime.now(UTC):%H%M%S%f}", 400)
     base = ["--table", name, *day(region), "--candidate", "hybrid:70", "--quiet", *pair]
     code, out, err = run("advise", *base, "--json")
     assert code == 0, err
     advised = json.loads(out)["tables"][0]
     by = {o["policy"]: o for o in advised["options"]}
-    assert by["hybrid:70"]["compared_only"] and not by["hybrid:70"]["recommended"]
-    assert advised["recommended"] != "hybrid:70"
-    assert "hybrid:70 (on-demand in the hours" in advised["reason"]
+    assert not by["hybrid:70"]["compared_only"]
+    # a day of history: the hybrid is its autopilot alone there, cheaper than stock target
+    # tracking and on-demand, and recommended; its code learns the windows from days to come
+    assert advised["recommended"] == "hybrid:70" and by["hybrid:70"]["recommended"]
+    assert "'target': 70" in advised["code"]
+    assert advised["code"].endswith("table.learn_on_demand_windows(target_utilization=70)\n")
     code, out, err = run("advise", *base)
     assert code == 0, err
-    [row] = [line for line in out.splitlines() if "hybrid:70" in line.split()[:2]]
-    assert row.rstrip().endswith("compared only")
+    [row] = [line for line in out.splitlines() if "hybrid:70  " in line]  # the table's
+    assert row.rstrip().endswith("<- recommended")
+    assert "- hybrid:T: autopilot:T, with the table on-demand" in out
 
 
 def test_tables_in_parallel_give_the_sequential_result_and_a_failure_stays_one_tables(

@@ -54,16 +54,12 @@ def test_tune_recommends_the_cheapest_that_refuses_no_more_than_the_best_stock(
     by = {c["policy"]: c for c in doc["candidates"]}
     # every stock target from 30 to 90 % and on-demand are always candidates
     assert set(by) == {*STOCK, "on-demand", "autopilot:70", "autopilot+stock:70", "hybrid:70"}
-    # the hybrid is shown for comparison, and never on the frontier nor recommended
-    assert by["hybrid:70"]["compared_only"] and not by["hybrid:70"]["frontier"]
-    assert all(not c["compared_only"] for p, c in by.items() if p != "hybrid:70")
-    assert "hybrid:70 (on-demand in the hours" in doc["reason"]
+    # every candidate can be recommended, the hybrid too (its learned windows deploy)
+    assert all(not c["compared_only"] for c in by.values())
+    assert "shown for comparison" not in doc["reason"]
     median = {
-        p: (c["throttled_requests"]["median"], c["cost_usd"]["median"])
-        for p, c in by.items()
-        if p != "hybrid:70"
+        p: (c["throttled_requests"]["median"], c["cost_usd"]["median"]) for p, c in by.items()
     }
-    del by["hybrid:70"]
 
     def beaten(p: str) -> bool:
         t, c = median[p]
@@ -261,19 +257,16 @@ def test_every_candidates_code_parses_and_names_what_it_deploys() -> None:
     )
     for name in CANDIDATES:
         spec = spec_of(name)
-        if name.startswith("hybrid"):  # compared only: never recommended, no code
-            with pytest.raises(ValueError, match="no construct code for 'hybrid:70'"):
-                code_for(spec, trace, ModelParams())
-            continue
         warmed = split_prewarm(name)[1]
         warm = warm_levels(trace, 1, spec.value or 70, ModelParams()) if warmed else None
         code = code_for(spec, trace, ModelParams(), warm)
         ast.parse(code)
-        scaler = spec.kind in ("autopilot", "windows")
+        scaler = spec.kind in ("autopilot", "windows", "hybrid")
         assert ("ThrottleAwareScaler" in code) == scaler, name
         provisioned = spec.kind in ("stock", "windows") or spec.with_stock
         assert ("ProvisionedTable" in code) == provisioned, name
         assert ("on-demand window" in code) == (spec.kind == "windows"), name
+        assert ("learn_on_demand_windows(" in code) == (spec.kind == "hybrid"), name
         assert ("high_water_mark=" in code) == warmed, name
         if spec.value:
             assert f"{spec.value}" in code, name
@@ -410,25 +403,29 @@ def test_a_floor_written_as_a_whole_number_is_told_to_use_a_percent() -> None:
     assert refusal_price("1.5") == 1.5
 
 
-def test_the_hybrid_is_compared_and_never_recommended() -> None:
+def test_the_hybrid_is_recommended_like_any_other_with_its_learned_windows_code() -> None:
+    from ddb_capacity_tools.simulator.run import hybrid_base
+    from ddb_capacity_tools.simulator.tune_code import code_for
+
     trace = Trace("t", datetime(2026, 1, 5, tzinfo=UTC), {(None, "read"): [10.0]})
     stock = [_c(p, 100 * (n + 1), 50 - 5 * n) for n, p in enumerate(STOCK)]
-    # the hybrid refuses least and costs least: it would win every rule (as typed, too)
-    for hybrid in ("hybrid:70", " hybrid:70 "):
-        _never_recommended(trace, stock, hybrid)
-
-
-def _never_recommended(trace: Trace, stock: list[Candidate], hybrid: str) -> None:
-    cands = with_frontier([*stock, _c(hybrid, 0, 1), _c("on-demand", 0, 40)])
-    for rule in (Rule(), Rule(floor=0.0), Rule(price=1.0), Rule(price=1e5)):
-        tuning = decide(cands, rule, trace, ModelParams())
-        assert tuning.recommended.policy != hybrid
-        by = {c["policy"]: c for c in tuning.as_json()["candidates"]}
-        assert by[hybrid]["compared_only"] and not by[hybrid]["frontier"]
-        assert by["on-demand"]["frontier"]  # the frontier: what can be recommended
-        assert f"{hybrid} (on-demand in the hours" in tuning.reason
-        assert "would cost $1.00" in tuning.reason
-        assert "shown for comparison only" in tuning.reason
+    # the hybrid refuses least and costs least: it wins every rule (as typed, too)
+    for hybrid, target in (("hybrid:70", 70), (" hybrid:60 ", 60), ("hybrid", 70)):
+        cands = with_frontier([*stock, _c(hybrid, 0, 1), _c("on-demand", 0, 40)])
+        for rule in (Rule(), Rule(floor=0.0), Rule(price=1.0), Rule(price=1e5)):
+            tuning = decide(cands, rule, trace, ModelParams())
+            assert tuning.recommended.policy == hybrid
+            by = {c["policy"]: c for c in tuning.as_json()["candidates"]}
+            assert not by[hybrid]["compared_only"] and by[hybrid]["frontier"]
+            assert not by["on-demand"]["frontier"]  # beaten by the hybrid
+            assert "for comparison" not in tuning.reason
+            # the code: its autopilot's, then the switch that learns the hours each day
+            base = code_for(hybrid_base(parse(hybrid.strip())), trace, ModelParams())
+            assert base.startswith("table = dynamodb.Table(") and f"'target': {target}" in base
+            learn = f"table.learn_on_demand_windows(target_utilization={target})\n"
+            assert tuning.code.startswith(base) and tuning.code.endswith(learn)
+            assert "from the table's last 7 days" in tuning.code
+            ast.parse(tuning.code)
 
 
 # --- choosing by validation, the simpler policy, pre-warming, and output a person can act on
@@ -502,6 +499,18 @@ def test_the_simpler_policy_is_preferred_within_the_noise(stock_cost: float, exp
         assert "the simplest within the noise of the cheapest" in tuning.summary
     else:
         assert tuning.simpler_than is None
+
+
+def test_the_autopilot_alone_is_preferred_to_its_hybrid_within_the_noise() -> None:
+    # GIVEN the hybrid cheapest at $100, its cost spreading $95-$105, and its autopilot alone
+    # at $104, refusing as little: the switch that learns on-demand hours is one more thing
+    trace = Trace("t", datetime(2026, 1, 5, tzinfo=UTC), {(None, "read"): [1.0] * 1440})
+    stock = [_c(p, 0 if p == "stock:70" else 1e6, 900) for p in STOCK]
+    cands = [*stock, _spread("hybrid:70", 0, 100, noise=5), _c("autopilot:70", 0, 104)]
+    tuning = decide([*cands, _c("on-demand", 0, 900)], Rule(floor=0.0), trace, ModelParams())
+    # THEN the autopilot alone, the hybrid named as the rule's pick
+    assert tuning.recommended.policy == "autopilot:70"
+    assert tuning.simpler_than == ("hybrid:70", pytest.approx(5.0))
 
 
 def _steady_then_step() -> Trace:

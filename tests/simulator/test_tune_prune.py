@@ -66,7 +66,7 @@ def test_pruning_keeps_the_recommendation_and_every_figure_of_the_candidates_it_
     }
 
 
-def test_a_candidate_beaten_on_both_counts_by_a_stock_setting_is_pruned_with_its_hybrid() -> None:
+def test_a_candidate_beaten_on_both_counts_by_a_stock_setting_is_pruned_not_its_hybrid() -> None:
     worse = 1 + PRUNE_MARGIN + 0.01
     early = [
         _placed("stock:70", 1_000, 10.0),
@@ -76,10 +76,8 @@ def test_a_candidate_beaten_on_both_counts_by_a_stock_setting_is_pruned_with_its
     ]
     parts = [(early, 0.0), (early, 0.0)]
     rule = Rule(price=1.0)  # no limit: beaten on both counts only
-    assert pruned(["hybrid:70", "autopilot:70"], parts, rule) == {
-        "autopilot:70": "stock:70",
-        "hybrid:70": "stock:70",
-    }
+    # the hybrid composed from it may cost less than both: it stays, and may be recommended
+    assert pruned(["hybrid:70", "autopilot:70"], parts, rule) == {"autopilot:70": "stock:70"}
     # within the margin on one count: kept
     near = [*early[:1], _placed("autopilot:70", 1_000 * worse + 1, 10.0 * (1 + PRUNE_MARGIN))]
     assert pruned(["autopilot:70"], [(near, 0.0), (near, 0.0)], rule) == {}

@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ddb_capacity_runtime.core.on_demand_hours import HISTORY_DAYS
+
 from ..tool_errors import PolicyError
 from .ensemble import Spread
 from .hybrid import windows_of
@@ -91,7 +93,8 @@ CANDIDATE_HELP = (
     "these with +prewarm (a pre-warmed table); any of them but stock:T with +stream (the "
     "table's stream as a write signal); on-demand; windows / windows:T (autopilot+stock:T "
     "with declared on-demand windows at hours learned on the part fitted on); or hybrid / "
-    "hybrid:T (shown for comparison, never recommended)"
+    "hybrid:T (autopilot:T with on-demand windows the stack's switch learns each day from "
+    f"the table's last {HISTORY_DAYS} days)"
 )
 """The policies tune can recommend, as --candidate values."""
 
@@ -262,12 +265,12 @@ def tried(candidates: Sequence[str], params: ModelParams) -> list[str]:
 
 
 def compared_only(c: Candidate) -> bool:
-    """Whether ``c`` is shown for comparison and never recommended: a policy the library
-    does not deploy (the hybrid: the scaler does not learn on-demand hours; declared windows
-    deploy, with ``add_on_demand_window``), one whose
-    one-time charge is not priced (a pre-warmed table without ``warm_*_unit`` prices), or
-    one pruned after the base setting's run (`Candidate.pruned_by`)."""
-    return spec_of(c.policy).kind == "hybrid" or c.once_usd is None or c.pruned_by is not None
+    """Whether ``c`` is shown for comparison and never recommended: one whose one-time
+    charge is not priced (a pre-warmed table without ``warm_*_unit`` prices), or one pruned
+    after the base setting's run (`Candidate.pruned_by`). Every policy tune tries deploys:
+    declared windows with ``add_on_demand_window``, the hybrid with
+    ``learn_on_demand_windows`` (`tune_code.code_for`)."""
+    return c.once_usd is None or c.pruned_by is not None
 
 
 def suffixes(name: str) -> tuple[str, frozenset[str]]:
@@ -384,10 +387,10 @@ def scaled(c: Candidate, factor: float) -> Candidate:
 def complexity(name: str) -> int:
     """How much a candidate deploys beyond a table: stock target tracking and on-demand 0,
     the autopilot scaler 1 (on stock too), owning the target value 1 more, pre-warming 1
-    more, declared on-demand windows 1 more."""
+    more, on-demand windows (declared, or learned each day: the hybrid) 1 more."""
     spec = spec_of(name)
     n = 1 if spec.kind in SCALER_KINDS else 0
-    return n + spec.owned + split_prewarm(name)[1] + (spec.kind == "windows")
+    return n + spec.owned + split_prewarm(name)[1] + (spec.kind in COMPOSED)
 
 
 def noise(c: Candidate) -> float:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ddb_capacity_runtime.core.on_demand_hours import HISTORY_DAYS
 from ddb_capacity_runtime.core.policy import capacity_units
 
 from .candidates import STREAM_SECONDS
@@ -66,10 +67,11 @@ def code_for(
     hours: tuple[bool, ...] = (),
 ) -> str:
     """The construct code that deploys ``spec`` on a table (`_code`); for declared windows
-    (``windows:T``), the autopilot on stock at T, then `_windows_code` at ``hours``."""
-    if spec.kind == "windows":
+    (``windows:T``), the autopilot on stock at T, then `_windows_code` at ``hours``; for the
+    hybrid (``hybrid:T``), its autopilot at T, then `_learned_code`."""
+    if spec.kind in ("windows", "hybrid"):
         base = _code(hybrid_base(spec), trace, params, warm, table_class, extras)
-        return base + _windows_code(hours)
+        return base + (_windows_code(hours) if spec.kind == "windows" else _learned_code(spec))
     return _code(spec, trace, params, warm, table_class, extras)
 
 
@@ -151,6 +153,19 @@ def _windows_code(hours: tuple[bool, ...]) -> str:
             f"duration=Duration.minutes({long * 60 + lead}), week_days=EVERY_DAY)\n"
         )
     return "".join(lines)
+
+
+def _learned_code(spec: Spec) -> str:
+    """The ``learn_on_demand_windows`` call of the hybrid ``spec``: the stack's on-demand switch
+    learns each UTC day's on-demand hours from the table's last `HISTORY_DAYS` days, an
+    on-demand hour costed as provisioned at the hybrid's target (70 % when it names none)."""
+    return (
+        "# on-demand in the hours of each day (UTC) where it cost less, learned each day by\n"
+        f"# the stack's on-demand switch from the table's last {HISTORY_DAYS} days, each switch\n"
+        "# started early so that the table is on-demand on the hour; provisioned the rest of\n"
+        "# the day (docs: On-demand windows)\n"
+        f"table.learn_on_demand_windows(target_utilization={spec.value or 70})\n"
+    )
 
 
 def _provisioned_table_code(

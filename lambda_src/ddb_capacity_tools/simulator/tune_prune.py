@@ -12,8 +12,9 @@ The rival must be sure to be among those chosen from whatever the other settings
 provisioned as the pruned one is: stock target tracking (every target is), or a library
 candidate alone in its family (`family`: a family of several is fitted down to one, which may
 not be the rival). It is no more complex than the pruned one (stock is the simplest there is),
-so the rule's preference for a simpler candidate within the noise is kept. A hybrid is pruned
-with the autopilot it is composed from. Stock target tracking and on-demand are never pruned.
+so the rule's preference for a simpler candidate within the noise is kept. Stock target
+tracking, on-demand, the hybrid and declared windows are never pruned (the last two may be
+recommended where the autopilot they are composed from is not: its run is kept for them).
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ from .candidates import (
     spec_of,
 )
 from .policies import COMPOSED
-from .run import hybrid_base
 
 PRUNE_MARGIN = 0.10
 """How much worse on both counts, in the first setting, a candidate must
@@ -53,7 +53,8 @@ policy refuses least."""
 
 def prunable(c: Candidate) -> bool:
     """Whether ``c`` may be pruned: a priced candidate that runs the library's scaler (not
-    a hybrid: it is pruned with its autopilot, `pruned`)."""
+    the hybrid nor declared windows: composed with on-demand, they can cost less than the
+    autopilot they are composed from, and are not counted on the earlier part)."""
     kind = spec_of(c.policy).kind
     return kind in SCALER_KINDS and kind not in COMPOSED and c.once_usd is not None
 
@@ -141,12 +142,8 @@ def pruned(
     names: Sequence[str], parts: Sequence[tuple[Sequence[Candidate], float]], rule: Rule
 ) -> dict[str, str]:
     """Per name of ``names`` to prune, what beat it (`dominated`, over ``parts``) or the
-    best stock setting, whose refusals set a limit it is out of reach of (`out_of_reach`); a
-    hybrid when the autopilot it is composed from is pruned, by what beat that (declared
-    windows, which can be recommended, only by what beats them)."""
+    best stock setting, whose refusals set a limit it is out of reach of (`out_of_reach`).
+    The hybrid and declared windows are not pruned with the autopilot they are composed from:
+    each may be recommended where it is not (`prunable`)."""
     out = out_of_reach(parts, rule) | dominated(parts)
-    for name in names:
-        spec = spec_of(name)
-        if spec.kind == "hybrid" and hybrid_base(spec).text in out:
-            out[name] = out[hybrid_base(spec).text]
-    return out
+    return {name: by for name, by in out.items() if name in names}

@@ -24,6 +24,7 @@ from .candidates import (
     streamed,
 )
 from .ensemble import Spread
+from .hybrid import HISTORY_DAYS, SWITCH_MINUTES, SWITCHES_PER_DAY
 from .table_class import class_lines
 from .text import counted, fixed_width
 from .trace import Trace
@@ -160,28 +161,16 @@ def _worst_words(pick: Candidate, best: Candidate, units: str) -> list[str]:
 
 
 def compared_words(placed: Sequence[Candidate], pick: Candidate, period: str) -> str:
-    """What each candidate shown for comparison only would cost and refuse, against the
-    recommendation."""
-    words = []
-    for c in placed:
-        if c.once_usd is None:
-            words.append(
-                f" {c.policy} would cost ${c.cost:,.2f}{period} and refuse {c.refused:,.0f} "
-                f"units{period} before its one-time pre-warming charge, which is not priced: "
-                "give --price warm_read_unit=USD and --price warm_write_unit=USD to weigh it."
-            )
-            continue
-        if not compared_only(c) or c.pruned_by is not None:
-            continue
-        saved = pick.cost - c.cost
-        words.append(
-            f" {c.policy} (on-demand in the hours where it cost less on past days) would cost "
-            f"${c.cost:,.2f}{period} ({_share(abs(saved), pick.cost)} "
-            f"{'less' if saved >= 0 else 'more'} than the recommendation) and refuse "
-            f"{c.refused:,.0f} units{period}; it is shown for comparison only: the scaler does "
-            "not learn on-demand hours (windows:T declares fixed ones)."
-        )
-    return "".join(words)
+    """What each candidate of ``placed`` whose one-time charge is not priced would cost and
+    refuse before it: the one kind the rule cannot weigh against ``pick`` (a pruned candidate
+    is marked in the table instead)."""
+    return "".join(
+        f" {c.policy} would cost ${c.cost:,.2f}{period} and refuse {c.refused:,.0f} "
+        f"units{period} before its one-time pre-warming charge, which is not priced: "
+        "give --price warm_read_unit=USD and --price warm_write_unit=USD to weigh it."
+        for c in placed
+        if c.once_usd is None
+    )
 
 
 def _allowed(best: Candidate, rule: Rule, requested: float, units: str) -> str:
@@ -256,8 +245,12 @@ TERMS = {
     "too: DynamoDB serves at once up to double the previous peak (at least the warm "
     "throughput: 12,000 reads / 4,000 writes a second on a new table) and more only about "
     "30 minutes later, so a burst beyond double what came before is throttled",
-    "hybrid": "hybrid:T: on-demand in the hours where it cost less on past days, "
-    "autopilot:T otherwise; compared only: the scaler does not learn on-demand hours",
+    "hybrid": "hybrid:T: autopilot:T, with the table on-demand in the hours of each day (UTC) "
+    f"where on-demand cost less over its last {HISTORY_DAYS} days (an on-demand hour costed "
+    "as provisioned at T), learned each day by the stack's on-demand switch "
+    f"(learn_on_demand_windows), at most {SWITCHES_PER_DAY} switches to on-demand in any 24 "
+    f"hours; each switch starts {SWITCH_MINUTES} minutes before its hour, and the table "
+    "returns to provisioned as its window ends (docs: On-demand windows, Learned windows)",
     "windows": "windows:T: autopilot+stock:T with declared on-demand windows "
     "(add_on_demand_window, every day, UTC, at most 3) at the hours of the day where "
     "on-demand cost less on the part fitted on, kept only where they cost less there without "
