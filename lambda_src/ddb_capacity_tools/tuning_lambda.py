@@ -7,8 +7,8 @@ value a dimension aims at where the scaler reads it, the ``tuned`` attribute of 
 dimension's item in the scaler's state store (`ddb_capacity_runtime.aws.store`), with
 a conditional write; the scaler's next tick writes it to the target-tracking policy it
 owns (`ddb_capacity_runtime.core.ownership`). The loop never writes a scaling policy, a
-scalable target or a table, and never switches a billing mode: an on-demand or hybrid
-recommendation is logged as advice, with its dollars.
+scalable target or a table, and never switches a billing mode: an on-demand, hybrid or
+declared-windows recommendation is logged as advice, with its dollars.
 
 Every table is its own fault domain. The report is untrusted input: a result that cannot
 be read changes nothing and is counted (``Unreadable``). Every change is logged

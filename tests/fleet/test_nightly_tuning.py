@@ -75,8 +75,11 @@ def test_a_recommendation_is_read_as_the_report_reads_it() -> None:
     assert read_recommendation(advised("T1x", "autopilot+stock:80+owned"), "T1x").target == 80
     demand = read_recommendation(advised("T1x", "on-demand", 3.5), "T1x")
     assert demand.target is None and demand.advice and demand.usd_per_month == 3.5
-    windows = read_recommendation(advised("T1x", "windows:70"), "T1x")  # declared windows
-    assert (windows.target, windows.advice, windows.malformed) == (None, True, False)
+    # declared or learned on-demand windows: advice only, their target value never applied
+    for name in ("windows:70", "hybrid:80", "hybrid"):
+        windows = read_recommendation(advised("T1x", name), "T1x")
+        assert (windows.target, windows.advice, windows.malformed) == (None, True, False), name
+        assert windows.why == f"{name} switches the billing mode: advice only, never applied"
     assert read_recommendation(advised("Other", "stock:90"), "T1x").malformed
     assert read_recommendation({**advised("T1x", "stock:95")}, "T1x").malformed
     nan = advised("T1x", "stock:90")
@@ -301,14 +304,19 @@ def test_one_failing_table_leaves_the_others_tuned(world: World) -> None:
     assert said[-1].startswith("tuning: 100% (2 of 2 tables, ")
 
 
-def test_billing_advice_is_logged_with_its_dollars_and_never_applied(world: World) -> None:
+@pytest.mark.parametrize("policy", ["on-demand", "hybrid:80"])
+def test_billing_advice_is_logged_with_its_dollars_and_never_applied(
+    world: World, policy: str
+) -> None:
     name = world.table("Demand", 10, 10, tagged=False)
     run_id = start_run(world)
-    put_result(world, run_id, name, advised(name, "on-demand", 3.25))
+    put_result(world, run_id, name, advised(name, policy, 3.25))
+    # the hybrid's target (80) is its autopilot's, not one the loop may set on the table
     counts, events = tune(world, settings(world, {name: {"write": 70}}))
     assert tuned(world, name, "write") is None and counts["BillingAdvice"] == 1
     (said,) = [e for e in events if e.get("event") == "billing-advice"]
     assert said["usd_per_month"] == 3.25 and said["usd_per_month_current"] == 14.0
+    assert said["recommended"] == policy and "advice only" in said["why"]
     assert world.throughput(name) == (10, 10)  # still provisioned, as it was
 
 
