@@ -141,7 +141,12 @@ def learn(
             f"table {table}: its on-demand hours for day {day} could not be learned ({exc}); "
             "it stays as it is until they are"
         ) from None
-    target = learning.target
+    return plan_of(reads, day, learning.target)
+
+
+def plan_of(reads: Mapping[Key, HourReads], day: int, target: int) -> Plan:
+    """``day``'s plan from every dimension's reads of the hours before it (`learn`)."""
+    rows = past_slots(day, HISTORY_DAYS)
     days = [[_hour(reads, slot, target) for slot in row] for row in rows]
     hours = tuple(day_plan(day_savings(days), MAX_SWITCHES))
     returns = {}

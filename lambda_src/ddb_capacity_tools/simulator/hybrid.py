@@ -84,6 +84,7 @@ __all__ = [
     "compose",
     "costs",
     "daily",
+    "day_plans",
     "best_of",
     "fixed_hours",
     "first_peaks",
@@ -180,35 +181,59 @@ def plan(
     returns: dict[tuple[int, int], dict[Key, int]] | None = None,
 ) -> list[bool]:
     """Per minute of a trace of ``minutes``, whether the table is on-demand: each day's
-    windows (`on_demand_hours.day_plan`) from the ``costed`` hours (`costed_hours`) of the
-    ``history`` days before it (`on_demand_hours.past_slots`: the day before's last hour is
-    not yet known when the switch learns, its occurrence of the day before that is used),
-    those the plan put on-demand seen as the deployed switch sees them (no provisioned cost
-    of their own, `on_demand_hours.day_savings`); the rolling limit of ``most`` switches to
-    on-demand in 24 hours kept. ``offset``: the trace's first minute's minute of the day
-    (UTC). With ``hindsight``, each day's windows come from that day's own costs: a cost
-    reference for benchmarks, not a bound (the rolling limit links the days, and a day's
-    choice can cost the next one a window). With ``peaks`` (`first_peaks`) and ``returns``,
-    ``returns`` is given for each (day, hour a window of its plan ends at) the level each
-    dimension returns at (`on_demand_hours.return_level` at ``target`` %), where known."""
+    windows (`day_plans`), the rolling limit of ``most`` switches to on-demand in 24 hours
+    kept. ``offset``: the trace's first minute's minute of the day (UTC). With ``returns``,
+    it is given for each (day, hour a window of its plan ends at) the level each dimension
+    returns at, where known (`day_plans`)."""
     days = (offset + minutes + DAY - 1) // DAY
     wanted: list[bool] = []
+    for day, (hours, levels) in enumerate(
+        day_plans(costed, days, most, history, hindsight, peaks or {}, target)
+    ):
+        wanted += [h for h in hours for _ in range(HOUR)]
+        if returns is not None:
+            returns.update({(day, end): v for end, v in levels.items()})
+    return within_limit(wanted[offset : offset + minutes], most)
+
+
+def day_plans(
+    costed: Mapping[tuple[int, int], Hour],
+    days: int,
+    most: int = SWITCHES_PER_DAY,
+    history: int = HISTORY_DAYS,
+    hindsight: bool = False,
+    peaks: Mapping[tuple[int, int], Mapping[Key, float]] | None = None,
+    target: int = 70,
+) -> list[tuple[list[bool], dict[int, dict[Key, int]]]]:
+    """Each of ``days`` days' plan as the deployed switch learns it
+    (`ddb_capacity_runtime.hybrid.learning.plan_of`): its 24 hours
+    (`on_demand_hours.day_plan`) from the ``costed`` hours (`costed_hours`) of the ``history``
+    days before it (`on_demand_hours.past_slots`: the day before's last hour is not yet known
+    when the switch learns, its occurrence of the day before that is used), those an earlier
+    plan put on-demand seen as the switch sees them (no provisioned cost of their own,
+    `on_demand_hours.day_savings`); and, from ``peaks`` (`first_peaks`), the level each
+    dimension returns at after each of its windows, by the hour it ends at
+    (`on_demand_hours.return_level` at ``target`` %), where known. With ``hindsight``, each
+    day's windows come from that day's own costs: a cost reference for benchmarks, not a
+    bound (the rolling limit links the days, and a day's choice can cost the next one a
+    window)."""
+    out = []
     on_demand: set[tuple[int, int]] = set()
     for day in range(days):
         rows = [[(day, h) for h in range(24)]] if hindsight else past_slots(day, history)
         past = [[_lived(costed, slot, on_demand) for slot in row] for row in rows]
         hours = day_plan(day_savings(past), most)
         on_demand.update((day, hour) for hour in range(24) if hours[hour])
-        wanted += [h for h in hours for _ in range(HOUR)]
-        if peaks is not None and returns is not None:
-            for end in run_ends(hours):
-                seen = [peaks.get(row[end]) for row in rows]
-                keys = {k for p in seen if p for k in p}
-                levels = {
-                    k: return_level([p.get(k) if p else None for p in seen], target) for k in keys
-                }
-                returns[(day, end)] = {k: v for k, v in levels.items() if v is not None}
-    return within_limit(wanted[offset : offset + minutes], most)
+        returns = {}
+        for end in run_ends(hours):
+            seen = [(peaks or {}).get(row[end]) for row in rows]
+            keys = {k for p in seen if p for k in p}
+            levels = {
+                k: return_level([p.get(k) if p else None for p in seen], target) for k in keys
+            }
+            returns[end] = {k: v for k, v in levels.items() if v is not None}
+        out.append((hours, returns))
+    return out
 
 
 def first_peaks(
