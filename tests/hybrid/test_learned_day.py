@@ -254,7 +254,6 @@ def test_metrics_that_cannot_be_read_fail_the_run_counted_and_switch_nothing(
 ) -> None:
     # GIVEN CloudWatch out of reach
     w.switcher.cloudwatch = local_aws.client("http://127.0.0.1:9", "cloudwatch")
-    w.switcher.cloudwatch.meta.config.retries = {"max_attempts": 1}
     w.clock.now = at(DAY - 1, 23, 55)
     entry = {"Table": w.table, "TargetUtilization": 70}
     entry |= {"MaxReadRequestUnits": 500, "MaxWriteRequestUnits": 200}

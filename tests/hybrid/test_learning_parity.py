@@ -22,7 +22,7 @@ from tests.support.hypothesis_profiles import examples
 DAYS = 9
 FIRST = 20_600
 """The simulated trace's first day, from the epoch."""
-KEYS = [("orders", None, "write"), ("orders", None, "read")]
+KEYS: list[tuple[str, str | None, str]] = [("orders", None, "write"), ("orders", None, "read")]
 
 
 def _traffic(
@@ -44,7 +44,7 @@ def _reads(
 ) -> dict[tuple[str, str | None, str], HourReads]:
     """What CloudWatch would hold for the trace: consumed units per minute, each hour's
     highest provisioned level where the table was provisioned."""
-    out = {}
+    out: dict[tuple[str, str | None, str], HourReads] = {}
     for key in KEYS:
         dim = key[2]
         consumed, provisioned = {}, {}
@@ -85,11 +85,11 @@ def test_the_switch_and_the_simulator_learn_the_same_plan(
         ]
         for dim, values in served.items()
     }
-    base = {
+    base: dict[tuple[str | None, str], Recorded] = {
         (None, dim): Recorded(values, values, [0.0] * len(values), levels[dim], [0.0] * len(values))
         for dim, values in served.items()
     }
-    od = {
+    od: dict[tuple[str | None, str], Recorded] = {
         (None, dim): Recorded(
             values, values, [0.0] * len(values), [0] * len(values), [0.0] * len(values)
         )
