@@ -199,3 +199,37 @@ def test_a_release_during_the_window_of_a_hold_that_raised_its_minimum_fails(
     assert world.target_min(name, "write") == 600
     hold.release()
     assert world.target_min(name, "write") == 10 and _holds(world, name) == []
+
+
+def test_a_learned_window_keeps_a_request_made_during_it(aws_client: Any) -> None:
+    from ddb_capacity_runtime.aws import switch_calls as calls
+    from ddb_capacity_runtime.hybrid.billing_plan import parse_state
+    from ddb_capacity_runtime.hybrid.learning import Learning, acting_for
+
+    # GIVEN a table whose learned plan puts the hour now on-demand, returning writes at 300
+    world = World(aws_client)
+    name, switcher = _window_table(world, "Learned")
+    day, hour = acting_for(time.time())
+    text, version = calls.read_state(world.ddb, switcher.store, name)
+    plan = tuple(h == hour for h in range(24))
+    after = (hour + 1) % 24
+    planned = replace(parse_state(text), plan_day=day, plan=plan, returns={after: {"|write": 300}})
+    calls.write_state(world.ddb, switcher.store, name, planned.as_text(), version)
+    learning = Learning(name, 70, 1000, 1000)
+    assert switcher.learned(learning) == "switched-to-on-demand"
+    # WHEN a request for 900 writes comes during the window
+    during = request_capacity(
+        name, write=900, hold=timedelta(minutes=30), clients=world.clients, store=world.store
+    )
+    assert during.changes == [] and _holds(world, name) == [during.id]
+    # AND the window's hours are over (its end moved to now, its hour no longer planned)
+    text, version = calls.read_state(world.ddb, switcher.store, name)
+    assert parse_state(text).back == {"|write": 300}
+    over = replace(parse_state(text), until=time.time(), plan=(False,) * 24)
+    calls.write_state(world.ddb, switcher.store, name, over.as_text(), version)
+    assert switcher.learned(learning) == "switched-to-provisioned"
+    # THEN the table is back at the held level (above the learned return level), its minimum
+    # held there, its reads at their level of before; and the targets run again
+    assert world.throughput(name) == (10, 900)
+    assert world.target_min(name, "write") == 900 and world.target_min(name, "read") == 10
+    assert _suspended(world, name) == [False, False]
