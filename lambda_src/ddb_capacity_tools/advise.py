@@ -688,11 +688,13 @@ def _class_lines(r: Advice) -> list[str]:
 
 
 def _figures(c: Candidate) -> tuple[str, str]:
-    """A candidate's cost and refused units a month: median, and the ensemble's range."""
+    """A candidate's cost and refused units a month: median, and the ensemble's range (a
+    negative rounding residue of refused units shown as 0)."""
     cost, refused = c.cost_usd, c.throttled_requests
+    low, median = max(refused.min, 0.0), max(refused.median, 0.0)
     return (
         f"{cost.median:,.2f} ({cost.min:,.2f}-{cost.max:,.2f})",
-        f"{refused.median:,.0f} ({refused.min:,.0f}-{refused.max:,.0f})",
+        f"{median:,.0f} ({low:,.0f}-{refused.max:,.0f})",
     )
 
 

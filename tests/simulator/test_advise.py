@@ -338,6 +338,14 @@ def test_a_tables_bill_counts_its_gsis_and_an_index_alone_is_its_own(
     )
 
 
+def test_a_rounding_residue_below_zero_refused_units_is_shown_as_0() -> None:
+    from ddb_capacity_tools.simulator.candidates import Candidate
+    from ddb_capacity_tools.simulator.ensemble import Spread
+
+    hybrid = Candidate("hybrid:70", Spread(-5e-10, -5e-10, 98_344.0), Spread(1.0, 2.0, 3.0))
+    assert advise_module._figures(hybrid) == ("2.00 (1.00-3.00)", "0 (0-98,344)")
+
+
 def test_the_hybrid_is_an_option_like_any_other(region: dict[str, Any], pair: list[str]) -> None:
     name = busy(region, f"AdviseHybrid{datetime.now(UTC):%H%M%S%f}", 400)
     base = ["--table", name, *day(region), "--candidate", "hybrid:70", "--quiet", *pair]

@@ -501,6 +501,25 @@ def test_the_simpler_policy_is_preferred_within_the_noise(stock_cost: float, exp
         assert tuning.simpler_than is None
 
 
+def test_a_rounding_residue_below_zero_refused_units_is_shown_as_0() -> None:
+    from ddb_capacity_tools.simulator.tune_words import table
+
+    # GIVEN the hybrid's refusals summed to -0.0000000005 units under one setting (figures
+    # that cancel out), and 0 and 98,344 under the others
+    trace = Trace("t", datetime(2026, 1, 5, tzinfo=UTC), {(None, "read"): [1.0] * 1440})
+    stock = [_c(p, 1e6, 900) for p in STOCK]
+    hybrid = Candidate("hybrid:70", Spread(-5e-10, 0.0, 98_344.0), Spread(835, 839.56, 881))
+    tuning = decide([*stock, hybrid], Rule(floor=0.0), trace, ModelParams())
+    # THEN the sentence and the table say 0, never -0
+    assert tuning.summary.endswith("refusing 0 units (0 to 98,344).")
+    [row] = [
+        line
+        for line in table(tuning, trace, "plausible", 8).splitlines()
+        if "hybrid:70 " in line[:12]
+    ]
+    assert "  0 / 0 / 98,344  " in row and "-0" not in row
+
+
 def test_the_autopilot_alone_is_preferred_to_its_hybrid_within_the_noise() -> None:
     # GIVEN the hybrid cheapest at $100, its cost spreading $95-$105, and its autopilot alone
     # at $104, refusing as little: the switch that learns on-demand hours is one more thing

@@ -67,8 +67,8 @@ def recommendation_summary(
         why = f"the stock target refusing least, and {why}" if itself else why
     return (
         f"Use {pick.policy}: {why}, at ${c.median:,.2f}{period} (${c.min:,.2f} to "
-        f"${c.max:,.2f} over the ensemble), refusing {r.median:,.0f} units{period} "
-        f"({r.min:,.0f} to {r.max:,.0f})."
+        f"${c.max:,.2f} over the ensemble), refusing {_amount(r.median)} units{period} "
+        f"({_amount(r.min)} to {_amount(r.max)})."
     )
 
 
@@ -334,7 +334,14 @@ def _rule_words(rule: Rule) -> str:
 
 
 def _spread(s: Spread, digits: int) -> str:
-    return f"{s.min:,.{digits}f} / {s.median:,.{digits}f} / {s.max:,.{digits}f}"
+    """``s`` as min / median / max, each at ``digits`` decimals (`_amount`)."""
+    return " / ".join(_amount(v, digits) for v in (s.min, s.median, s.max))
+
+
+def _amount(value: float, digits: int = 0) -> str:
+    """A count of units or dollars, never below 0: a sum of figures that cancel out can come
+    to a negative rounding residue (-0.0000000005 units), which is no amount."""
+    return f"{max(value, 0.0):,.{digits}f}"
 
 
 def _rows(tuning: Tuning, period: str) -> list[tuple[str, ...]]:
