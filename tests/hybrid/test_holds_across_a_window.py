@@ -209,6 +209,7 @@ def test_a_learned_window_keeps_a_request_made_during_it(aws_client: Any) -> Non
     # GIVEN a table whose learned plan puts the hour now on-demand, returning writes at 300
     world = World(aws_client)
     name, switcher = _window_table(world, "Learned")
+    switcher.cloudwatch = world.cw
     day, hour = acting_for(time.time())
     text, version = calls.read_state(world.ddb, switcher.store, name)
     plan = tuple(h == hour for h in range(24))

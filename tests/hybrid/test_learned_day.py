@@ -8,6 +8,7 @@ a table."""
 from __future__ import annotations
 
 import io
+import itertools
 import json
 from contextlib import redirect_stdout
 from dataclasses import replace
@@ -26,7 +27,8 @@ from ddb_capacity_tools import local_aws
 from tests.support.switch_world import START, SwitchWorld, switch_world
 
 DAY = int(START // DAY_S) + 10
-"""The day whose hours are learned (from the epoch, UTC)."""
+"""A day whose hours are learned (from the epoch, UTC)."""
+_DAYS = itertools.count(DAY, 20)
 SPIKY_HOUR = 10
 
 
@@ -44,9 +46,9 @@ def _datapoint(table: str, index: str | None, name: str, when: float, value: flo
 
 def history(w: SwitchWorld, days: range | list[int], spiky: int = SPIKY_HOUR) -> None:
     """The table's metrics as DynamoDB publishes them over ``days``: 8 write units/s (the
-    first 15 minutes of each hour minute by minute, the rest of the hour in one datapoint:
-    on-demand charges for the units, and the rest's busiest minute matters only where the
-    hour ran on-demand) but in hour ``spiky``, a quiet 1/s there with one minute at 800/s; auto scaling keeps the table's writes at 10 units and
+    hour's first minute, then the rest of the hour in one datapoint at minute 15: on-demand
+    charges for the units, the first 15 minutes' busiest sets a return level, and the
+    hour's busiest matters only where the hour ran on-demand) but in hour ``spiky``, a quiet 1/s there with one minute at 800/s; auto scaling keeps the table's writes at 10 units and
     raises them to 1,200 for that hour, its reads at 20 and its GSI at 8 and 4 (idle)."""
     data = []
     levels = {
@@ -65,18 +67,28 @@ def history(w: SwitchWorld, days: range | list[int], spiky: int = SPIKY_HOUR) ->
             if hour == spiky:
                 data.append(_datapoint(w.table, None, consumed, at(day, hour, 29), 59 * 60))
                 data.append(_datapoint(w.table, None, consumed, at(day, hour, 30), 800 * 60))
-            else:  # the hour's first 15 minutes one by one, the rest in one datapoint
-                for minute in range(15):
-                    data.append(_datapoint(w.table, None, consumed, at(day, hour, minute), 480))
-                data.append(_datapoint(w.table, None, consumed, at(day, hour, 15), 480 * 45))
+            else:  # the hour's first minute, then the rest of it in one datapoint
+                data.append(_datapoint(w.table, None, consumed, at(day, hour), 480))
+                data.append(_datapoint(w.table, None, consumed, at(day, hour, 15), 480 * 59))
     for i in range(0, len(data), 1000):
         w.world.cw.put_metric_data(Namespace="AWS/DynamoDB", MetricData=data[i : i + 1000])
+
+
+@pytest.fixture
+def day() -> int:
+    """The day whose hours a test learns, its own: moto's GetMetricData reads every datapoint
+    of the server within its time range for each minute it returns, so tests that shared
+    days would slow each other down."""
+    return next(_DAYS)
 
 
 @pytest.fixture
 def w(aws_client: Any) -> SwitchWorld:
     made = switch_world(aws_client)
     made.switcher.cloudwatch = made.world.cw
+    # warm throughput as DynamoDB gives a new table (moto gives its first capacity)
+    warm = {"ReadUnitsPerSecond": 12_000, "WriteUnitsPerSecond": 4_000}
+    made.world.ddb.update_table(TableName=made.table, WarmThroughput=warm)
     return made
 
 
@@ -111,61 +123,66 @@ def at_run(w: SwitchWorld, when: float) -> str:
     return w.switcher.learned(learning(w))
 
 
-def test_the_spiky_hour_is_learned_and_switched_through_a_day(w: SwitchWorld) -> None:
+def test_the_spiky_hour_is_learned_and_switched_through_a_day(w: SwitchWorld, day: int) -> None:
     # GIVEN eight days of history with one spiky hour a day
-    history(w, range(DAY - 8, DAY))
+    history(w, range(day - 8, day))
     before = targets(w)
     # WHEN the 23:55 run learns the day's hours
-    assert at_run(w, at(DAY - 1, 23, 55)) == "provisioned"
+    assert at_run(w, at(day - 1, 23, 55)) == "provisioned"
     # THEN the spiky hour alone runs on-demand
     learned = state(w)
-    assert learned.plan_day == DAY
+    assert learned.plan_day == day
     assert [h for h, on in enumerate(learned.plan) if on] == [SPIKY_HOUR]
     assert learned.returns == {
         SPIKY_HOUR + 1: {"|read": 1, "|write": 12, "byUser|read": 1, "byUser|write": 1}
     }
     # AND the table stays provisioned until 5 minutes before it
-    assert at_run(w, at(DAY, SPIKY_HOUR - 1)) == "provisioned"
+    assert at_run(w, at(day, SPIKY_HOUR - 1)) == "provisioned"
     assert billing(w) == "PROVISIONED"
-    assert at_run(w, at(DAY, SPIKY_HOUR - 1, 55)) == "switched-to-on-demand"
+    assert at_run(w, at(day, SPIKY_HOUR - 1, 55)) == "switched-to-on-demand"
     assert billing(w) == "PAY_PER_REQUEST"
     cap = {"MaxReadRequestUnits": 500, "MaxWriteRequestUnits": 200}
     assert w.sent[-1]["OnDemandThroughput"] == cap
     assert all(all(s.values()) for *_, s in w.targets().values())
-    assert state(w).until == at(DAY, SPIKY_HOUR + 1)
+    assert state(w).until == at(day, SPIKY_HOUR + 1)
     # AND it stays on-demand through the hour, and is back on the hour after it
-    assert at_run(w, at(DAY, SPIKY_HOUR)) == "on-demand"
-    assert at_run(w, at(DAY, SPIKY_HOUR, 55)) == "on-demand"
-    assert at_run(w, at(DAY, SPIKY_HOUR + 1)) == "switched-to-provisioned"
+    assert at_run(w, at(day, SPIKY_HOUR)) == "on-demand"
+    assert at_run(w, at(day, SPIKY_HOUR, 55)) == "on-demand"
+    # (the table served 30 reads/s at 10:50, above its 20 units of before the window)
+    when = at(day, SPIKY_HOUR, 50)
+    read = _datapoint(w.table, None, "ConsumedReadCapacityUnits", when, 30 * 60)
+    w.world.cw.put_metric_data(Namespace="AWS/DynamoDB", MetricData=[read])
+    assert at_run(w, at(day, SPIKY_HOUR + 1)) == "switched-to-provisioned"
     assert billing(w) == "PROVISIONED"
     # AT the level the hour after usually needs where that is higher than before: 8 writes/s
-    # at 70 %, 12 units; the idle reads and GSI as they were
+    # at 70 %, 12 units; never below what it served at the window's end: 30 reads; the idle
+    # GSI as it was
     table = w.described()
     assert table["ProvisionedThroughput"] == {
         **table["ProvisionedThroughput"],
-        "ReadCapacityUnits": 20,
+        "ReadCapacityUnits": 30,
         "WriteCapacityUnits": 12,
     }
     gsi = table["GlobalSecondaryIndexes"][0]["ProvisionedThroughput"]
     assert (gsi["ReadCapacityUnits"], gsi["WriteCapacityUnits"]) == (8, 4)
     assert targets(w) == before
-    assert at_run(w, at(DAY, SPIKY_HOUR + 1, 55)) == "provisioned"
+    assert at_run(w, at(day, SPIKY_HOUR + 1, 55)) == "provisioned"
     # AND the plan was learned once: the day's later runs read no metrics
     calls_made: list[str] = []
     w.world.cw.meta.events.register(
         "before-call.cloudwatch.GetMetricData", lambda **_: calls_made.append("read")
     )
-    assert at_run(w, at(DAY, 15, 55)) == "provisioned"
+    assert at_run(w, at(day, 15, 55)) == "provisioned"
     assert calls_made == []
     assert state(w).plan == learned.plan
 
 
-def test_a_window_past_the_rolling_limit_is_skipped_not_refused(w: SwitchWorld) -> None:
-    history(w, range(DAY - 8, DAY))
-    at_run(w, at(DAY - 1, 23, 55))
+def test_a_window_past_the_rolling_limit_is_skipped_not_refused(w: SwitchWorld, day: int) -> None:
+    history(w, range(day - 8, day))
+    at_run(w, at(day - 1, 23, 55))
     # GIVEN four switches to on-demand in the 24 hours before the learned hour
     text, version = calls.read_state(w.world.ddb, w.switcher.store, w.table)
-    recent = tuple(int(at(DAY - 1, h)) for h in (12, 14, 16, 18))
+    recent = tuple(int(at(day - 1, h)) for h in (12, 14, 16, 18))
     calls.write_state(
         w.world.ddb,
         w.switcher.store,
@@ -174,7 +191,7 @@ def test_a_window_past_the_rolling_limit_is_skipped_not_refused(w: SwitchWorld) 
         version,
     )
     # WHEN the window's run comes, through the handler
-    w.clock.now = at(DAY, SPIKY_HOUR - 1, 55)
+    w.clock.now = at(day, SPIKY_HOUR - 1, 55)
     entry = {
         "Table": w.table,
         "TargetUtilization": 70,
@@ -186,16 +203,16 @@ def test_a_window_past_the_rolling_limit_is_skipped_not_refused(w: SwitchWorld) 
     assert outcome == {w.table: "skipped-at-the-limit"}
     assert billing(w) == "PROVISIONED"
     # AND the next day, with the oldest switch out of the span, the hour switches again
-    history(w, [DAY])
-    assert at_run(w, at(DAY, 23, 55)) == "provisioned"
-    assert at_run(w, at(DAY + 1, SPIKY_HOUR - 1, 55)) == "switched-to-on-demand"
+    history(w, [day])
+    assert at_run(w, at(day, 23, 55)) == "provisioned"
+    assert at_run(w, at(day + 1, SPIKY_HOUR - 1, 55)) == "switched-to-on-demand"
 
 
-def test_a_deploy_mid_window_gives_the_table_its_targets_back(w: SwitchWorld) -> None:
-    history(w, range(DAY - 8, DAY))
-    at_run(w, at(DAY - 1, 23, 55))
+def test_a_deploy_mid_window_gives_the_table_its_targets_back(w: SwitchWorld, day: int) -> None:
+    history(w, range(day - 8, day))
+    at_run(w, at(day - 1, 23, 55))
     before = targets(w)
-    assert at_run(w, at(DAY, SPIKY_HOUR - 1, 55)) == "switched-to-on-demand"
+    assert at_run(w, at(day, SPIKY_HOUR - 1, 55)) == "switched-to-on-demand"
     # GIVEN a deploy of the table's template mid-window: provisioned again, as it declares
     w.world.ddb.update_table(
         TableName=w.table,
@@ -211,50 +228,52 @@ def test_a_deploy_mid_window_gives_the_table_its_targets_back(w: SwitchWorld) ->
         ],
     )
     # WHEN the check comes
-    w.clock.now = at(DAY, SPIKY_HOUR, 15)
+    w.clock.now = at(day, SPIKY_HOUR, 15)
     assert w.switcher.check(w.table) == "switched-back-underneath"
     # THEN the table keeps its auto scaling, and the later runs leave it provisioned
     assert targets(w) == before
-    assert at_run(w, at(DAY, SPIKY_HOUR + 1)) == "provisioned"
+    assert at_run(w, at(day, SPIKY_HOUR + 1)) == "provisioned"
     assert billing(w) == "PROVISIONED"
 
 
 def test_a_window_running_past_midnight_is_extended_by_the_next_days_plan(
     w: SwitchWorld,
+    day: int,
 ) -> None:
     # GIVEN a learned day whose last hour runs on-demand, and a next day whose first does
-    history(w, range(DAY - 8, DAY), spiky=23)
-    at_run(w, at(DAY - 1, 23, 55))
+    history(w, range(day - 8, day), spiky=23)
+    at_run(w, at(day - 1, 23, 55))
     assert [h for h, on in enumerate(state(w).plan) if on] == [23]
-    assert at_run(w, at(DAY, 22, 55)) == "switched-to-on-demand"
-    assert state(w).until == at(DAY + 1, 0)
+    assert at_run(w, at(day, 22, 55)) == "switched-to-on-demand"
+    assert state(w).until == at(day + 1, 0)
     text, version = calls.read_state(w.world.ddb, w.switcher.store, w.table)
     first_hour = tuple(h == 0 for h in range(24))
-    shown = replace(parse_state(text), plan_day=DAY + 1, plan=first_hour)
+    shown = replace(parse_state(text), plan_day=day + 1, plan=first_hour)
     calls.write_state(w.world.ddb, w.switcher.store, w.table, shown.as_text(), version)
     # WHEN the 23:55 run comes
-    assert at_run(w, at(DAY, 23, 55)) == "on-demand-extended"
+    assert at_run(w, at(day, 23, 55)) == "on-demand-extended"
     # THEN the window runs on to the end of the next day's first hour, without a new switch
-    assert state(w).until == at(DAY + 1, 1)
+    assert state(w).until == at(day + 1, 1)
     assert len(state(w).switches) == 1
-    assert at_run(w, at(DAY + 1, 0)) == "on-demand"
-    assert at_run(w, at(DAY + 1, 1)) == "switched-to-provisioned"
+    assert at_run(w, at(day + 1, 0)) == "on-demand"
+    assert at_run(w, at(day + 1, 1)) == "switched-to-provisioned"
 
 
-def test_a_table_without_metrics_is_never_switched(w: SwitchWorld) -> None:
+def test_a_table_without_metrics_is_never_switched(w: SwitchWorld, day: int) -> None:
     # GIVEN no metric at all for the table (none published, or none delivered)
-    assert at_run(w, at(DAY - 1, 23, 55)) == "provisioned"
+    assert at_run(w, at(day - 1, 23, 55)) == "provisioned"
     # THEN no hour is learned on-demand
     assert state(w).plan == (False,) * 24
-    assert at_run(w, at(DAY, SPIKY_HOUR - 1, 55)) == "provisioned"
+    assert at_run(w, at(day, SPIKY_HOUR - 1, 55)) == "provisioned"
 
 
 def test_metrics_that_cannot_be_read_fail_the_run_counted_and_switch_nothing(
     w: SwitchWorld,
+    day: int,
 ) -> None:
     # GIVEN CloudWatch out of reach
     w.switcher.cloudwatch = local_aws.client("http://127.0.0.1:9", "cloudwatch")
-    w.clock.now = at(DAY - 1, 23, 55)
+    w.clock.now = at(day - 1, 23, 55)
     entry = {"Table": w.table, "TargetUtilization": 70}
     entry |= {"MaxReadRequestUnits": 500, "MaxWriteRequestUnits": 200}
     # WHEN the run comes, THEN it fails once the table was tried, and counts the failure
@@ -268,6 +287,24 @@ def test_metrics_that_cannot_be_read_fail_the_run_counted_and_switch_nothing(
     # AND the table is left as it was, with no plan
     assert billing(w) == "PROVISIONED"
     assert state(w).plan_day == -1
+
+
+def test_a_window_whose_last_minutes_cannot_be_read_stays_on_demand(
+    w: SwitchWorld, day: int
+) -> None:
+    history(w, range(day - 8, day))
+    at_run(w, at(day - 1, 23, 55))
+    assert at_run(w, at(day, SPIKY_HOUR - 1, 55)) == "switched-to-on-demand"
+    # GIVEN CloudWatch out of reach at the window's end
+    w.switcher.cloudwatch = local_aws.client("http://127.0.0.1:9", "cloudwatch")
+    # THEN the end fails (what the table served is not known) and it stays on-demand
+    with pytest.raises(SwitchError, match="could not be read"):
+        at_run(w, at(day, SPIKY_HOUR + 1))
+    assert billing(w) == "PAY_PER_REQUEST"
+    # AND the check ends it once CloudWatch answers
+    w.switcher.cloudwatch = w.world.cw
+    w.clock.now = at(day, SPIKY_HOUR + 1, 15)
+    assert w.switcher.check(w.table) == "switched-to-provisioned"
 
 
 @pytest.mark.parametrize(
@@ -318,6 +355,15 @@ def test_a_learned_return_level_raises_within_the_targets_maximum_and_never_lowe
     # one below the level before the window: the level before
     low = replace(before, back={"|write": 4, "|read": 2})
     assert back_levels("t", low, description) == {"|read": 20, "|write": 10}
+    # within the warm throughput the table has, and never below what it served
+    warm = {"ReadUnitsPerSecond": 25, "WriteUnitsPerSecond": 40, "Status": "ACTIVE"}
+    warmed = {**description, "WarmThroughput": warm}
+    assert back_levels("t", high, warmed) == {"|read": 25, "|write": 40}
+    served = {"|read": 27, "|write": 45}
+    assert back_levels("t", high, warmed, None, served) == {"|read": 27, "|write": 45}
+    assert back_levels("t", high, warmed, None, {"|write": 80}) == {"|read": 25, "|write": 50}
+    updating = {**description, "WarmThroughput": {**warm, "Status": "UPDATING"}}
+    assert back_levels("t", high, updating) == {"|read": 30, "|write": 50}
     # the returns survive the state's round trip, and a malformed one is refused
     text = replace(high, plan_day=3, plan=(False,) * 24, returns={11: {"|write": 12}}).as_text()
     assert parse_state(text).returns == {11: {"|write": 12}}

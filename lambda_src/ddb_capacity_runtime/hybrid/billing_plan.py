@@ -15,7 +15,7 @@ from typing import Any
 
 from ..core.errors import shown
 from ..core.names import MAX_TABLE_QUOTA
-from ..core.tables import named_gsis
+from ..core.tables import named_gsis, warm_of
 from ..core.validators import is_number, is_whole
 
 ON_DEMAND = "PAY_PER_REQUEST"
@@ -200,24 +200,35 @@ def back_levels(
     state: SwitchState,
     description: Mapping[str, Any],
     held: Mapping[str, int] | None = None,
+    served: Mapping[str, int] | None = None,
 ) -> dict[str, int]:
     """The level each dimension of the table (as DescribeTable lists its GSIs now) returns
     to: no lower than before the window, nor than its target's minimum then, nor than its
-    active capacity holds' level (``held``, same keys), nor than a learned window's return
-    level (``state.back``, at most its target's maximum then); a GSI made during the window,
-    its target's minimum (1 without one)."""
-    held = held or {}
+    active capacity holds' level (``held``, same keys); for a learned window, nor than the
+    level it served at in its last minutes (``served``) and its return level
+    (``state.back``, within its warm throughput where DescribeTable gives it), each at most
+    its target's maximum then. A GSI made during the window: its target's minimum (1
+    without one)."""
+    held, served = held or {}, served or {}
     bounds = {(t.resource_id, t.dimension): t.bounds for t in state.targets}
     levels = {}
-    for index in _throughputs(name, description):
+    for index, spec in _specs(name, description).items():
         rid = f"table/{name}" + (f"/index/{index}" if index else "")
         kind = "index" if index else "table"
         for dim, units in UNITS.items():
             least, most = bounds.get((rid, f"dynamodb:{kind}:{units}"), (1, MAX_TABLE_QUOTA))
             key = f"{index}|{dim}"
-            back = min(state.back.get(key, 0), most)
-            levels[key] = max(state.levels.get(key, 1), least, held.get(key, 0), back)
+            warm = warm_of(spec, dim, MAX_TABLE_QUOTA) or MAX_TABLE_QUOTA
+            back = min(state.back.get(key, 0), warm, most)
+            floor = max(least, held.get(key, 0), back, min(served.get(key, 0), most))
+            levels[key] = max(state.levels.get(key, 1), floor)
     return levels
+
+
+def _specs(name: str, description: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """The DescribeTable entries of the table ('') and of each of its GSIs, by index name."""
+    gsis = named_gsis(f"DescribeTable {name}", description.get("GlobalSecondaryIndexes") or [])
+    return {"": description, **dict(gsis)}
 
 
 def on_demand_request(

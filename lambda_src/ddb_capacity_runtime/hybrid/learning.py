@@ -11,12 +11,13 @@ that is not trusted leaves its hours unknown, and unknown hours never put the ta
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from ..aws.metrics import HourReads, fetch_hours
+from ..aws.metrics import HourReads, fetch, fetch_hours
 from ..core.errors import SwitchError, shown
 from ..core.names import is_table_name
 from ..core.on_demand_hours import (
@@ -46,6 +47,11 @@ LEARNED = "learned"
 LEAD_S = 360
 """A run acts for the hour this far ahead: its switch to on-demand starts 5 minutes before the
 hour (the switch's own minutes), and its end comes on the hour."""
+SERVED_MINUTES = 15
+"""The last minutes of a learned window whose busiest the table returns no lower than."""
+SERVED_LAG_MINUTES = 3
+"""How long before a window's end those minutes end: CloudWatch delivers a minute 1-3 minutes
+late."""
 MOST_UNITS = 40_000_000
 """The largest on-demand maximum an event may carry (the constructs check the table's quota)."""
 
@@ -199,3 +205,33 @@ def _hour(reads: Mapping[Key, HourReads], slot: tuple[int, int], target: int) ->
         return None
     least, on_demand = hour_costs(served, target, LIST_PRICES)
     return Hour(sum(levels) if len(levels) == len(reads) else None, least, on_demand)
+
+
+def served_levels(
+    cloudwatch: CloudWatchClient, table: str, description: Mapping[str, Any], at: float
+) -> dict[str, int]:
+    """Each dimension's level served at the end of a learned window ending at ``at``: the
+    busiest minute (units per second, rounded up) of the `SERVED_MINUTES` that end
+    `SERVED_LAG_MINUTES` before it (``"<index or ''>|read"`` to units). SwitchError when
+    a minute is not known: the table is then not switched back, since it could go below
+    what it served."""
+    end = datetime.fromtimestamp(at, UTC).replace(second=0, microsecond=0)
+    end -= timedelta(minutes=SERVED_LAG_MINUTES)
+    start = end - timedelta(minutes=SERVED_MINUTES)
+    try:
+        keys = keys_of(table, description)
+        series = fetch(cloudwatch, keys, start, end, throttles=False, delivered=True)
+    except Exception as exc:
+        raise SwitchError(
+            f"table {table}: what it served at its learned window's end could not be read "
+            f"({exc}); it stays on-demand until it is"
+        ) from None
+    out = {}
+    for (_, index, dim), read in series.items():
+        if read.unknown_minutes:
+            raise SwitchError(
+                f"table {table}: what {index or 'the table'} served ({dim}) at its learned "
+                "window's end is not known; it stays on-demand until it is"
+            )
+        out[f"{index or ''}|{dim}"] = math.ceil(max(read.consumed, default=0.0) - 1e-9)
+    return out

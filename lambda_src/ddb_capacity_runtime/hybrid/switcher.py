@@ -38,7 +38,7 @@ from .billing_plan import (
     with_last_switch,
 )
 from .held import held_levels, hold_minimums
-from .learning import LEAD_S, LEARNED, Learning, acting_for, learn, run_end
+from .learning import LEAD_S, LEARNED, Learning, acting_for, learn, run_end, served_levels
 
 if TYPE_CHECKING:
     from mypy_boto3_application_autoscaling import ApplicationAutoScalingClient
@@ -186,12 +186,24 @@ class Switcher:
         if description.get("TableStatus") != "ACTIVE":
             raise SwitchError(f"table {table} is {description.get('TableStatus')}, not ACTIVE")
         held = self._held(table)
-        levels = back_levels(table, state, description, held)
+        served = self._served(table, state, description)
+        levels = back_levels(table, state, description, held, served)
         table_calls.update(self.dynamodb, provisioned_request(table, levels))
         gone = self._restore(table, state, description, held)
         log_event("switched-to-provisioned", table=table, window=state.window, levels=levels)
         self._ended(table, state, version, gone)
         return "switched-to-provisioned"
+
+    def _served(
+        self, table: str, state: SwitchState, description: dict[str, Any]
+    ) -> dict[str, int]:
+        """What a learned window's table served at its end (`learning.served_levels`); none
+        for a declared window."""
+        if state.window != LEARNED:
+            return {}
+        if self.cloudwatch is None:
+            raise SwitchError(f"table {table}: no CloudWatch client to read what it served")
+        return served_levels(self.cloudwatch, table, description, self.clock())
 
     def _switched_underneath(
         self, table: str, state: SwitchState, version: int, description: dict[str, Any]
