@@ -181,7 +181,7 @@ def test_simulate_runs_the_hybrid_as_the_autopilot_and_on_demand_composed() -> N
     # compose bills by the minute; so does this run
     params, prices = ModelParams(billing="per-minute").validate(), Prices()
     hybrid = run_policy(parse("hybrid:70"), trace, params, prices)
-    base = run_policy(parse("autopilot:70"), trace, params, prices)
+    base = run_policy(parse("autopilot+stock:70"), trace, params, prices)
     od = run_policy(parse("on-demand"), trace, params, prices)
     mine, theirs = {r.key: r.recorded for r in base}, {r.key: r.recorded for r in od}
     recovery = recovery_minutes(params, DEFAULT_TICK_MINUTES)
@@ -197,7 +197,7 @@ def test_simulate_runs_the_hybrid_as_the_autopilot_and_on_demand_composed() -> N
     assert sum(r.cost_usd for r in hybrid) < sum(r.cost_usd for r in base)
     # scored from day 3: the same plan and minutes, everything counted from there
     later = run_policy(parse("hybrid:70"), trace, params, prices, score_from=2 * DAY)
-    base_later = run_policy(parse("autopilot:70"), trace, params, prices, score_from=2 * DAY)
+    base_later = run_policy(parse("autopilot+stock:70"), trace, params, prices, score_from=2 * DAY)
     assert sum(r.cost_usd for r in later) < sum(r.cost_usd for r in hybrid)
     for whole, part, b in zip(hybrid, later, base_later, strict=True):
         assert part.recorded == whole.recorded
@@ -242,7 +242,7 @@ def test_a_learned_window_returns_the_table_at_the_level_the_hour_after_needs() 
     trace = scenario("nightly-batch")
     params, prices = ModelParams().validate(), Prices()
     hybrid = run_policy(parse("hybrid:70"), trace, params, prices)
-    base = run_policy(parse("autopilot:70"), trace, params, prices)
+    base = run_policy(parse("autopilot+stock:70"), trace, params, prices)
     writes = next(r for r in hybrid if r.key == (None, "write")).recorded
     ends = [
         m

@@ -1,8 +1,9 @@
 """Runs in: workstation (the `ddb-capacity` command).
 
-The hybrid policy (``hybrid``, ``hybrid:T``): the autopilot (``autopilot:T``) most of the
-day, on-demand in the hours of the day where, on the table's own past days, on-demand cost
-less than the autopilot, and never more switches to on-demand than AWS allows.
+The hybrid policy (``hybrid``, ``hybrid:T``): the autopilot on stock target tracking
+(``autopilot+stock:T``, what a `ProvisionedTable` with the scaler deploys) most of the day,
+on-demand in the hours of the day where, on the table's own past days, on-demand cost less
+than the autopilot, and never more switches to on-demand than AWS allows.
 
 Billing mode is a table's, so the whole table (every dimension, every GSI) switches at
 once. Each day's plan is made from the days before it only (at most ``HISTORY_DAYS``):

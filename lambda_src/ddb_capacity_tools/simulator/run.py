@@ -386,14 +386,11 @@ def _on_demand(
 
 
 def hybrid_base(spec: Spec) -> Spec:
-    """The provisioned policy a hybrid spec runs outside its on-demand hours: the autopilot
-    at its target; for declared windows, the autopilot on stock target tracking at it (70 %
-    by default), as a `ProvisionedTable`, which declares them, deploys it."""
-    if spec.kind == "windows":
-        target = spec.value or 70
-        return Spec(f"autopilot+stock:{target}", "autopilot", target, with_stock=True)
-    text = "autopilot" if spec.value is None else f"autopilot:{spec.value}"
-    return Spec(text, "autopilot", spec.value)
+    """The provisioned policy a hybrid spec (learned or declared windows) runs outside its
+    on-demand hours: the autopilot on stock target tracking at its target (70 % by default),
+    as a `ProvisionedTable`, which learns or declares the windows, deploys it."""
+    target = spec.value or 70
+    return Spec(f"autopilot+stock:{target}", "autopilot", target, with_stock=True)
 
 
 def _hybrid(
