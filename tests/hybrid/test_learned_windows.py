@@ -14,7 +14,7 @@ from aws_cdk import Duration
 from aws_cdk.assertions import Match, Template
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
-from tests.hybrid.test_on_demand_windows import orders
+from tests.support.windowed_table import orders
 
 
 def _statements(template: Template) -> list[dict[str, Any]]:

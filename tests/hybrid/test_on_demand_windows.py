@@ -15,31 +15,19 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 from aws_cdk import Duration
-from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk.assertions import Match, Template
 
 from constructs_pkg import (
-    Capacity,
     CapacityRequests,
     FunctionOptions,
-    ProvisionedTable,
     acknowledge,
     apply_nag_packs,
 )
 from constructs_pkg.common._iam_statements import HOLD_STORE_ACTIONS
 from ddb_capacity_runtime.core.errors import CapacityConfigError, ScheduleError
+from tests.support.windowed_table import orders
 
 MONDAY = datetime(2026, 11, 30, tzinfo=UTC)
-
-
-def orders(stack: cdk.Stack, id: str = "Orders") -> ProvisionedTable:
-    return ProvisionedTable(
-        stack,
-        id,
-        partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
-        read=Capacity(min_capacity=5, max_capacity=1000),
-        write=Capacity(min_capacity=5, max_capacity=500),
-    )
 
 
 def test_a_window_is_previewed_as_its_switches_in_its_time_zone(stack: cdk.Stack) -> None:
