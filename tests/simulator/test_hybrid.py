@@ -258,3 +258,25 @@ def test_a_learned_window_returns_the_table_at_the_level_the_hour_after_needs() 
     refused = sum(r.throttled_requests for r in hybrid)
     assert refused <= sum(r.throttled_requests for r in base)
     assert sum(r.cost_usd for r in hybrid) < sum(r.cost_usd for r in base)
+
+
+def test_a_learned_window_returns_the_table_no_lower_than_it_served_at_its_end() -> None:
+    prices = Prices()
+    minutes = 3 * DAY
+    hour = [(m % DAY) // 60 == 10 for m in range(minutes)]
+    # on-demand serves 50 units/s all day but hour 10: a quiet 1/s, one minute at 800/s,
+    # and on the last day 900/s from 10:45 to 10:55
+    late = [m >= 2 * DAY and 645 <= m % DAY < 655 for m in range(minutes)]
+    od_served = [
+        900.0 if lt else 800.0 if m % DAY == 630 else 1.0 if h else 50.0
+        for m, (h, lt) in enumerate(zip(hour, late, strict=True))
+    ]
+    levels = [1000 if h else 80 for h in hour]
+    key = (None, "write")
+    base = _recorded(levels, od_served, [0.0] * minutes)
+    od = _recorded([0] * minutes, od_served, [0.0] * minutes)
+    out = compose({key: base}, {key: od}, prices, recovery=3)[key]
+    # THEN after the last day's window the table holds what it served at its end (900),
+    # after the first's its level of before (80: the hour after needs 72)
+    assert out.recorded.provisioned[DAY + 660 : DAY + 663] == [80] * 3
+    assert out.recorded.provisioned[2 * DAY + 660 : 2 * DAY + 663] == [900] * 3

@@ -18,7 +18,9 @@ simulator's ``hybrid`` policy that models them.
 4. A window ends with the table back to provisioned no lower than before it, nor than the
    level target tracking at ``target`` % needs for the busiest minute of the first
    `RETURN_MINUTES` of the hour after it, taken as the median over the same past days
-   (`return_level`): the level the traffic of that hour usually needs, ready as it comes.
+   (`return_level`): the level the traffic of that hour usually needs, ready as it comes;
+   nor than what it served in the busiest of its own last `SERVED_MINUTES` (known
+   `SERVED_LAG_MINUTES` later).
 """
 
 from __future__ import annotations
@@ -41,6 +43,11 @@ PLANNED_BEFORE_S = 300
 which starts a window of the day's first hour)."""
 RETURN_MINUTES = 15
 """The first minutes of the hour after a window whose busiest sets the level it returns at."""
+SERVED_MINUTES = 15
+"""The last minutes of a learned window whose busiest the table returns no lower than."""
+SERVED_LAG_MINUTES = 3
+"""How long before a window's end those minutes end: CloudWatch delivers a minute 1-3 minutes
+late."""
 SETTLED_S = 600
 """An hour is learned from once it ended this long before: CloudWatch delivers a minute's
 datapoints within a few minutes."""

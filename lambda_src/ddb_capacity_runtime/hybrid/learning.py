@@ -26,6 +26,8 @@ from ..core.on_demand_hours import (
     HOUR_S,
     LIST_PRICES,
     RETURN_MINUTES,
+    SERVED_LAG_MINUTES,
+    SERVED_MINUTES,
     Hour,
     day_plan,
     day_savings,
@@ -47,11 +49,6 @@ LEARNED = "learned"
 LEAD_S = 360
 """A run acts for the hour this far ahead: its switch to on-demand starts 5 minutes before the
 hour (the switch's own minutes), and its end comes on the hour."""
-SERVED_MINUTES = 15
-"""The last minutes of a learned window whose busiest the table returns no lower than."""
-SERVED_LAG_MINUTES = 3
-"""How long before a window's end those minutes end: CloudWatch delivers a minute 1-3 minutes
-late."""
 MOST_UNITS = 40_000_000
 """The largest on-demand maximum an event may carry (the constructs check the table's quota)."""
 

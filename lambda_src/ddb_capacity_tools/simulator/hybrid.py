@@ -52,6 +52,7 @@ on-demand's previous peak after a switch (the on-demand run's, not a switched ta
 from __future__ import annotations
 
 import itertools
+import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -59,6 +60,8 @@ from dataclasses import dataclass, replace
 from ddb_capacity_runtime.core.on_demand_hours import (
     HISTORY_DAYS,
     RETURN_MINUTES,
+    SERVED_LAG_MINUTES,
+    SERVED_MINUTES,
     Hour,
     best_windows,
     day_plan,
@@ -490,7 +493,7 @@ def compose(
     asked = within_limit(led(wanted), most)
     mask = switched(asked)
     held = _held_minutes(asked, mask, recovery)
-    floors = _floors(base, mask, held, returns, offset)
+    floors = _floors(base, mask, held, returns, offset, on_demand if hours is None else None)
     out = {}
     for k in keys:
         b, o = frozen(base[k], held, floors.get(k)), on_demand[k]
@@ -527,17 +530,26 @@ def _floors(
     held: Mapping[int, int],
     returns: Mapping[tuple[int, int], Mapping[Key, int]],
     offset: int,
+    served: Mapping[Key, Recorded] | None,
 ) -> dict[Key, dict[int, int]]:
     """Per dimension, the held minutes after each learned window (``mask`` on-demand) it
     returns no lower than: the level its plan's ``returns`` give for the hour it ends at (the
-    plan of the day of its last minute), at most the highest level the base ever had (its
-    maximum capacity bounds it)."""
+    plan of the day of its last minute), and what it ``served`` on-demand in the busiest of
+    its last minutes (`on_demand_hours.SERVED_MINUTES`, read `SERVED_LAG_MINUTES` before its
+    end), each at most the highest level the base ever had (its maximum capacity bounds it).
+    Declared windows (``served`` None) return at their level of before."""
     out: dict[Key, dict[int, int]] = {}
+    if served is None:
+        return out
     tops = {k: max(r.provisioned, default=0) for k, r in base.items()}
     for m in range(1, len(mask)):
         if not (mask[m - 1] and not mask[m]):
             continue
-        levels = returns.get(((offset + m - 1) // DAY, (offset + m) % DAY // HOUR), {})
+        levels = dict(returns.get(((offset + m - 1) // DAY, (offset + m) % DAY // HOUR), {}))
+        last = range(max(0, m - SERVED_LAG_MINUTES - SERVED_MINUTES), m - SERVED_LAG_MINUTES)
+        for k, r in served.items():
+            peak = max((r.served[i] for i in last if mask[i]), default=0.0)
+            levels[k] = max(levels.get(k, 0), math.ceil(peak - 1e-9))
         after = m
         while after in held and after > held[after]:
             for k, level in levels.items():
