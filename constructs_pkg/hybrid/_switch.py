@@ -152,7 +152,8 @@ class OnDemandSwitch(Construct):
 
     def _grant(self) -> None:
         """The function's grants: its state store; DescribeTable and UpdateTable on its
-        tables and their indexes alone; their targets registered (tagged with their names)."""
+        tables and their indexes alone; their targets registered (tagged with their names);
+        their metrics read (what a table served at a window's end, a learned table's days)."""
         arns = lazy_list(
             lambda: [
                 arn
@@ -171,14 +172,17 @@ class OnDemandSwitch(Construct):
                 resources=arns,
             ),
             read_autoscaling_statement(policies=False),
+            iam.PolicyStatement(
+                sid="ReadMetrics", actions=["cloudwatch:GetMetricData"], resources=["*"]
+            ),
             move_minimums_statement("SuspendTargets", TARGET_TAG, names),
             autoscaling_validation_statement(),
         )
         acknowledge(
             self.policy,
             "AwsSolutions-IAM5[Resource::*]",
-            "DescribeScalableTargets and GetMetricData (learned windows read their tables' "
-            "metrics) have no resource-level permissions, and Application Auto Scaling checks "
+            "DescribeScalableTargets and GetMetricData (a window's end reads what its table "
+            "served) have no resource-level permissions, and Application Auto Scaling checks "
             "CloudWatch alarm permissions of a caller that changes a target.",
         )
         acknowledge(
@@ -261,16 +265,9 @@ class OnDemandSwitch(Construct):
 
     def add_learned(self, table: dynamodb.ITable, learned: LearnedWindows) -> None:
         """``table``'s learned windows: the table among the switch's, and among the tables of
-        the hourly run (`LEARNED_AT`) made with the first, with its grant to read metrics."""
+        the hourly run (`LEARNED_AT`), made with the first."""
         name = self._add_table(table)
         if not self._learned:
-            self.policy.add_statements(
-                iam.PolicyStatement(
-                    sid="ReadMetrics",
-                    actions=["cloudwatch:GetMetricData"],
-                    resources=["*"],
-                )
-            )
             self._schedule(
                 self,
                 "Learned",

@@ -70,7 +70,7 @@ def deployed(aws_client: Any) -> Any:
     world.target(table, "write", 3, 50)
     store = f"switch-{world.run_id}"
     create_store_table(world.ddb, store)
-    switcher = Switcher(world.ddb, world.aas, store, Clock(time.time()))
+    switcher = Switcher(world.ddb, world.aas, store, Clock(time.time()), cloudwatch=world.cw)
     yield world, cfn, stack, table, switcher
     cfn.delete_stack(StackName=stack)
 

@@ -33,7 +33,7 @@ def _window_table(world: World, name: str) -> tuple[str, Switcher]:
     world.target(table, "read", 10, 2_000)
     store = world.name("switch")
     create_store_table(world.ddb, store)
-    switcher = Switcher(world.ddb, world.aas, store, time.time, {table: world.store.name})
+    switcher = Switcher(world.ddb, world.aas, store, time.time, {table: world.store.name}, world.cw)
     return table, switcher
 
 
@@ -157,7 +157,7 @@ def test_holds_not_known_keep_the_table_on_demand(aws_client: Any) -> None:
     name, _ = _window_table(world, "Unknown")
     store = world.name("switch2")
     create_store_table(world.ddb, store)
-    switcher = Switcher(world.ddb, world.aas, store, time.time, {name: "no-such-store"})
+    switcher = Switcher(world.ddb, world.aas, store, time.time, {name: "no-such-store"}, world.cw)
     switcher.start(name, Window("spikes", 3600, 1000, 1000))
     # WHEN the window ends
     # THEN the end fails (counted SwitchFailed by the handler), and the table stays on-demand
@@ -209,7 +209,6 @@ def test_a_learned_window_keeps_a_request_made_during_it(aws_client: Any) -> Non
     # GIVEN a table whose learned plan puts the hour now on-demand, returning writes at 300
     world = World(aws_client)
     name, switcher = _window_table(world, "Learned")
-    switcher.cloudwatch = world.cw
     day, hour = acting_for(time.time())
     text, version = calls.read_state(world.ddb, switcher.store, name)
     plan = tuple(h == hour for h in range(24))

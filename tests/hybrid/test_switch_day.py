@@ -8,7 +8,7 @@ from __future__ import annotations
 import io
 import json
 from contextlib import redirect_stdout
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -95,6 +95,30 @@ def test_a_window_switches_to_on_demand_and_back_restoring_everything(w: SwitchW
         k: (v[0], v[1], as_given(v[2])) for k, v in before.items()
     }
     assert as_given(after[table_read][2])["ScheduledScalingSuspended"] is True
+
+
+def test_a_window_returns_the_table_no_lower_than_it_served_at_its_end(w: SwitchWorld) -> None:
+    # GIVEN a window whose table served 30 reads/s, and its GSI 6 writes/s, near its end
+    w.switcher.start(w.table, WINDOW)
+    end = datetime.fromtimestamp(START + WINDOW.seconds, UTC)
+    for index, metric, units, minutes in (
+        (None, "ConsumedReadCapacityUnits", 30, 10),
+        ("byUser", "ConsumedWriteCapacityUnits", 6, 5),
+        (None, "ConsumedWriteCapacityUnits", 500, 1),  # not delivered at the end: unread
+    ):
+        dims = [{"Name": "TableName", "Value": w.table}]
+        dims += [{"Name": "GlobalSecondaryIndexName", "Value": index}] if index else []
+        stamp = end - timedelta(minutes=minutes)
+        datum = {"MetricName": metric, "Dimensions": dims, "Timestamp": stamp, "Value": units * 60}
+        w.world.cw.put_metric_data(Namespace="AWS/DynamoDB", MetricData=[datum])
+    # WHEN it ends
+    w.clock.now = START + WINDOW.seconds
+    assert w.switcher.end(w.table) == "switched-to-provisioned"
+    # THEN each dimension is back no lower than it served (and than before)
+    assert levels(w) == (
+        {"ReadCapacityUnits": 30, "WriteCapacityUnits": 10},
+        {"ReadCapacityUnits": 8, "WriteCapacityUnits": 6},
+    )
 
 
 def test_the_way_back_is_never_below_a_minimum_of_before(w: SwitchWorld) -> None:

@@ -63,7 +63,8 @@ def switch_world(aws_client: Any) -> SwitchWorld:
     store = f"switch-{world.run_id}"
     create_store_table(world.ddb, store)
     clock = Clock()
-    made = SwitchWorld(world, table, Switcher(world.ddb, world.aas, store, clock), clock)
+    switcher = Switcher(world.ddb, world.aas, store, clock, cloudwatch=world.cw)
+    made = SwitchWorld(world, table, switcher, clock)
     world.ddb.meta.events.register(
         "provide-client-params.dynamodb.UpdateTable",
         lambda params, **_: made.sent.append(dict(params)),

@@ -204,9 +204,9 @@ def back_levels(
 ) -> dict[str, int]:
     """The level each dimension of the table (as DescribeTable lists its GSIs now) returns
     to: no lower than before the window, nor than its target's minimum then, nor than its
-    active capacity holds' level (``held``, same keys); for a learned window, nor than the
-    level it served at in its last minutes (``served``) and its return level
-    (``state.back``, within its warm throughput where DescribeTable gives it), each at most
+    active capacity holds' level (``held``, same keys), nor than the level it served at in
+    the window's last minutes (``served``); for a learned window, nor than its return level
+    (``state.back``, within its warm throughput where DescribeTable gives it); each at most
     its target's maximum then. A GSI made during the window: its target's minimum (1
     without one)."""
     held, served = held or {}, served or {}

@@ -207,11 +207,11 @@ def _hour(reads: Mapping[Key, HourReads], slot: tuple[int, int], target: int) ->
 def served_levels(
     cloudwatch: CloudWatchClient, table: str, description: Mapping[str, Any], at: float
 ) -> dict[str, int]:
-    """Each dimension's level served at the end of a learned window ending at ``at``: the
-    busiest minute (units per second, rounded up) of the `SERVED_MINUTES` that end
-    `SERVED_LAG_MINUTES` before it (``"<index or ''>|read"`` to units). SwitchError when
-    a minute is not known: the table is then not switched back, since it could go below
-    what it served."""
+    """Each dimension's level served at the end of a window (declared or learned) ending at
+    ``at``: the busiest minute (units per second, rounded up) of the `SERVED_MINUTES` that
+    end `SERVED_LAG_MINUTES` before it (``"<index or ''>|read"`` to units). SwitchError
+    when a minute is not known: the table is then not switched back, since it could go
+    below what it served."""
     end = datetime.fromtimestamp(at, UTC).replace(second=0, microsecond=0)
     end -= timedelta(minutes=SERVED_LAG_MINUTES)
     start = end - timedelta(minutes=SERVED_MINUTES)
@@ -220,15 +220,15 @@ def served_levels(
         series = fetch(cloudwatch, keys, start, end, throttles=False, delivered=True)
     except Exception as exc:
         raise SwitchError(
-            f"table {table}: what it served at its learned window's end could not be read "
+            f"table {table}: what it served at its window's end could not be read "
             f"({exc}); it stays on-demand until it is"
         ) from None
     out = {}
     for (_, index, dim), read in series.items():
         if read.unknown_minutes:
             raise SwitchError(
-                f"table {table}: what {index or 'the table'} served ({dim}) at its learned "
-                "window's end is not known; it stays on-demand until it is"
+                f"table {table}: what {index or 'the table'} served ({dim}) at its window's "
+                "end is not known; it stays on-demand until it is"
             )
         out[f"{index or ''}|{dim}"] = math.ceil(max(read.consumed, default=0.0) - 1e-9)
     return out

@@ -65,7 +65,8 @@ class Switcher:
     hold_stores: Mapping[str, str] = field(default_factory=dict)
     """Each table's hold store (that of the ``CapacityRequests`` serving it), if any."""
     cloudwatch: CloudWatchClient | None = None
-    """Where learned windows' tables' metrics are read (`learned`)."""
+    """Where the tables' metrics are read: what a table served at its window's end (`end`),
+    and a learned table's past days (`learned`)."""
 
     def _holds(self, table: str) -> HoldStore | None:
         name = self.hold_stores.get(table)
@@ -197,10 +198,7 @@ class Switcher:
     def _served(
         self, table: str, state: SwitchState, description: dict[str, Any]
     ) -> dict[str, int]:
-        """What a learned window's table served at its end (`learning.served_levels`); none
-        for a declared window."""
-        if state.window != LEARNED:
-            return {}
+        """What the table served at its window's end (`learning.served_levels`)."""
         if self.cloudwatch is None:
             raise SwitchError(f"table {table}: no CloudWatch client to read what it served")
         return served_levels(self.cloudwatch, table, description, self.clock())

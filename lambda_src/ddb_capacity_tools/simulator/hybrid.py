@@ -493,7 +493,7 @@ def compose(
     asked = within_limit(led(wanted), most)
     mask = switched(asked)
     held = _held_minutes(asked, mask, recovery)
-    floors = _floors(base, mask, held, returns, offset, on_demand if hours is None else None)
+    floors = _floors(base, mask, held, returns, offset, on_demand)
     out = {}
     for k in keys:
         b, o = frozen(base[k], held, floors.get(k)), on_demand[k]
@@ -530,17 +530,15 @@ def _floors(
     held: Mapping[int, int],
     returns: Mapping[tuple[int, int], Mapping[Key, int]],
     offset: int,
-    served: Mapping[Key, Recorded] | None,
+    served: Mapping[Key, Recorded],
 ) -> dict[Key, dict[int, int]]:
-    """Per dimension, the held minutes after each learned window (``mask`` on-demand) it
-    returns no lower than: the level its plan's ``returns`` give for the hour it ends at (the
-    plan of the day of its last minute), and what it ``served`` on-demand in the busiest of
-    its last minutes (`on_demand_hours.SERVED_MINUTES`, read `SERVED_LAG_MINUTES` before its
-    end), each at most the highest level the base ever had (its maximum capacity bounds it).
-    Declared windows (``served`` None) return at their level of before."""
+    """Per dimension, the held minutes after each window (``mask`` on-demand) it returns no
+    lower than: what it ``served`` on-demand in the busiest of its last minutes
+    (`on_demand_hours.SERVED_MINUTES`, read `SERVED_LAG_MINUTES` before its end), and for a
+    learned window the level its plan's ``returns`` give for the hour it ends at (the plan of
+    the day of its last minute); each at most the highest level the base ever had (its
+    maximum capacity bounds it)."""
     out: dict[Key, dict[int, int]] = {}
-    if served is None:
-        return out
     tops = {k: max(r.provisioned, default=0) for k, r in base.items()}
     for m in range(1, len(mask)):
         if not (mask[m - 1] and not mask[m]):
