@@ -5,8 +5,8 @@ For each trace, ``tune`` as a user runs it (the ``plausible`` ensemble, fitted o
 half, chosen on the second, figures a month) with the candidates ``autopilot:70``,
 ``autopilot+stock:70``, ``windows:70`` (``autopilot+stock:70`` with on-demand at the
 hours of the day where on-demand cost less on the first half, the same every day) and
-``hybrid:70`` (``autopilot:70`` with on-demand in the hours each day learns from the 7 days
-before it, as ``learn_on_demand_windows`` deploys it), beside every stock target from 30 to
+``hybrid:70`` (``autopilot+stock:70`` with on-demand in the hours each day learns from the 7
+days before it, as ``learn_on_demand_windows`` deploys it), beside every stock target from 30 to
 90 % and on-demand, which tune always tries. Printed per trace: what tune recommends; the
 windows' hours, cost and refused units on the second half; the hybrid's; on-demand's; and
 the best provisioned candidate's: the cheapest of the others within the same refusal limit

@@ -354,16 +354,18 @@ def test_the_hybrid_is_an_option_like_any_other(region: dict[str, Any], pair: li
     advised = json.loads(out)["tables"][0]
     by = {o["policy"]: o for o in advised["options"]}
     assert not by["hybrid:70"]["compared_only"]
-    # a day of history: the hybrid is its autopilot alone there, cheaper than stock target
-    # tracking and on-demand, and recommended; its code learns the windows from days to come
+    # a day of history: the hybrid is autopilot+stock:70 alone there, cheaper than stock
+    # target tracking and on-demand, and recommended; its code (a ProvisionedTable, whose
+    # method learns the windows) learns them from days to come
     assert advised["recommended"] == "hybrid:70" and by["hybrid:70"]["recommended"]
-    assert "'target': 70" in advised["code"]
+    assert advised["code"].startswith("table = ProvisionedTable(")
+    assert "target_utilization_percent=70" in advised["code"]
     assert advised["code"].endswith("table.learn_on_demand_windows(target_utilization=70)\n")
     code, out, err = run("advise", *base)
     assert code == 0, err
     [row] = [line for line in out.splitlines() if "hybrid:70  " in line]  # the table's
     assert row.rstrip().endswith("<- recommended")
-    assert "- hybrid:T: autopilot:T, with the table on-demand" in out
+    assert "- hybrid:T: autopilot+stock:T (a ProvisionedTable with the scaler), with the " in out
 
 
 def test_tables_in_parallel_give_the_sequential_result_and_a_failure_stays_one_tables(

@@ -218,7 +218,7 @@ def test_a_window_returns_the_table_at_its_level_of_the_switchs_start() -> None:
     assert out.provisioned[60:120] == [0] * 60  # on-demand
     assert out.provisioned[120:124] == [100] * 4 and out.provisioned[124] == 1000
     assert out.throttled[120:124] == [800.0] * 4 and out.throttled[124] == 0.0
-    # the same window without the hold (the hybrid, returned at the autopilot's level)
+    # the same window without the hold: the table at the autopilot's level as the window ends
     assert compose({key: base}, {key: od}, Prices(), hours=hours)[key].recorded.throttled[120] == 0
 
 

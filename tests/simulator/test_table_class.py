@@ -22,9 +22,7 @@ from constructs_pkg.fast_path._stream_signal import VIEW_TYPE
 from ddb_capacity_tools.advise import Size, table_size
 from ddb_capacity_tools.simulator import ModelParams
 from ddb_capacity_tools.simulator.candidates import CANDIDATES, spec_of, split_prewarm
-from ddb_capacity_tools.simulator.policies import parse
 from ddb_capacity_tools.simulator.prices import Prices
-from ddb_capacity_tools.simulator.run import hybrid_base
 from ddb_capacity_tools.simulator.scenarios import scenario
 from ddb_capacity_tools.simulator.table_class import STANDARD, STANDARD_IA, class_advice
 from ddb_capacity_tools.simulator.tune import code_of
@@ -211,26 +209,8 @@ def test_the_pasted_code_deploys_the_class_advised(policy: str) -> None:
     assert code(STANDARD) == code()
 
 
-LEARNED_ON_A_PLAIN_TABLE = hybrid_base(parse("hybrid:70")).text == "autopilot:70"
-"""Whether the hybrid's provisioned part is the autopilot alone: its pasted code then makes an
-``aws_dynamodb.Table``, which has no ``learn_on_demand_windows`` (a `TableCapacity` method)."""
-
-
 PASTED = (
-    *(
-        pytest.param(
-            c,
-            marks=pytest.mark.xfail(
-                LEARNED_ON_A_PLAIN_TABLE,
-                reason="learn_on_demand_windows is a TableCapacity method",
-                raises=AttributeError,
-                strict=True,
-            ),
-        )
-        if spec_of(c).kind == "hybrid"
-        else c
-        for c in CANDIDATES
-    ),
+    *CANDIDATES,
     "autopilot:60+stream",
     "autopilot+stock:80+stream+prewarm",
     "on-demand",

@@ -263,7 +263,7 @@ def test_every_candidates_code_parses_and_names_what_it_deploys() -> None:
         ast.parse(code)
         scaler = spec.kind in ("autopilot", "windows", "hybrid")
         assert ("ThrottleAwareScaler" in code) == scaler, name
-        provisioned = spec.kind in ("stock", "windows") or spec.with_stock
+        provisioned = spec.kind in ("stock", "windows", "hybrid") or spec.with_stock
         assert ("ProvisionedTable" in code) == provisioned, name
         assert ("on-demand window" in code) == (spec.kind == "windows"), name
         assert ("learn_on_demand_windows(" in code) == (spec.kind == "hybrid"), name
@@ -404,7 +404,6 @@ def test_a_floor_written_as_a_whole_number_is_told_to_use_a_percent() -> None:
 
 
 def test_the_hybrid_is_recommended_like_any_other_with_its_learned_windows_code() -> None:
-    from ddb_capacity_tools.simulator.run import hybrid_base
     from ddb_capacity_tools.simulator.tune_code import code_for
 
     trace = Trace("t", datetime(2026, 1, 5, tzinfo=UTC), {(None, "read"): [10.0]})
@@ -419,9 +418,11 @@ def test_the_hybrid_is_recommended_like_any_other_with_its_learned_windows_code(
             assert not by[hybrid]["compared_only"] and by[hybrid]["frontier"]
             assert not by["on-demand"]["frontier"]  # beaten by the hybrid
             assert "for comparison" not in tuning.reason
-            # the code: its autopilot's, then the switch that learns the hours each day
-            base = code_for(hybrid_base(parse(hybrid.strip())), trace, ModelParams())
-            assert base.startswith("table = dynamodb.Table(") and f"'target': {target}" in base
+            # the code: autopilot+stock:T's (a ProvisionedTable, whose method learns the
+            # windows), then the switch that learns the hours each day
+            base = code_for(parse(f"autopilot+stock:{target}"), trace, ModelParams())
+            assert base.startswith("table = ProvisionedTable(")
+            assert f"target_utilization_percent={target}" in base
             learn = f"table.learn_on_demand_windows(target_utilization={target})\n"
             assert tuning.code.startswith(base) and tuning.code.endswith(learn)
             assert "from the table's last 7 days" in tuning.code
@@ -520,15 +521,16 @@ def test_a_rounding_residue_below_zero_refused_units_is_shown_as_0() -> None:
     assert "  0 / 0 / 98,344  " in row and "-0" not in row
 
 
-def test_the_autopilot_alone_is_preferred_to_its_hybrid_within_the_noise() -> None:
-    # GIVEN the hybrid cheapest at $100, its cost spreading $95-$105, and its autopilot alone
-    # at $104, refusing as little: the switch that learns on-demand hours is one more thing
+def test_the_hybrids_base_alone_is_preferred_to_the_hybrid_within_the_noise() -> None:
+    # GIVEN the hybrid cheapest at $100, its cost spreading $95-$105, and its base alone (the
+    # autopilot on stock target tracking) at $104, refusing as little: the switch that learns
+    # on-demand hours is one more thing
     trace = Trace("t", datetime(2026, 1, 5, tzinfo=UTC), {(None, "read"): [1.0] * 1440})
     stock = [_c(p, 0 if p == "stock:70" else 1e6, 900) for p in STOCK]
-    cands = [*stock, _spread("hybrid:70", 0, 100, noise=5), _c("autopilot:70", 0, 104)]
+    cands = [*stock, _spread("hybrid:70", 0, 100, noise=5), _c("autopilot+stock:70", 0, 104)]
     tuning = decide([*cands, _c("on-demand", 0, 900)], Rule(floor=0.0), trace, ModelParams())
-    # THEN the autopilot alone, the hybrid named as the rule's pick
-    assert tuning.recommended.policy == "autopilot:70"
+    # THEN its base alone, the hybrid named as the rule's pick
+    assert tuning.recommended.policy == "autopilot+stock:70"
     assert tuning.simpler_than == ("hybrid:70", pytest.approx(5.0))
 
 

@@ -9,9 +9,10 @@ from datetime import UTC, datetime
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ddb_capacity_tools.simulator import ModelParams, Prices, Trace
+from ddb_capacity_tools.simulator import ModelParams, Prices, Trace, parse
 from ddb_capacity_tools.simulator.candidates import STOCK, Candidate, Rule
 from ddb_capacity_tools.simulator.ensemble import Spread, settings_of
+from ddb_capacity_tools.simulator.run import hybrid_base
 from ddb_capacity_tools.simulator.tune import tune
 from ddb_capacity_tools.simulator.tune_prune import PRUNE_MARGIN, pruned
 from tests.support.hypothesis_profiles import examples
@@ -48,7 +49,7 @@ def test_pruning_keeps_the_recommendation_and_every_figure_of_the_candidates_it_
 ) -> None:
     trace = traffic(seed, 480, swing, burst)
     ensemble = settings_of("plausible", ModelParams(), trace)
-    names = [*LIBRARY, "hybrid:80", "on-demand"]
+    names = [*LIBRARY, "hybrid:90", "on-demand"]  # the hybrid on autopilot+stock:90
     reference = tune(trace, ensemble, names, Prices(), workers=1, prune=False)
     faster = tune(trace, ensemble, names, Prices(), workers=1, prune=True)
     assert faster.recommended.policy == reference.recommended.policy
@@ -70,14 +71,17 @@ def test_a_candidate_beaten_on_both_counts_by_a_stock_setting_is_pruned_not_its_
     worse = 1 + PRUNE_MARGIN + 0.01
     early = [
         _placed("stock:70", 1_000, 10.0),
-        _placed("autopilot:70", 1_000 * worse + 1, 10.0 * worse),
+        _placed("autopilot+stock:70", 1_000 * worse + 1, 10.0 * worse),
         _placed("autopilot:60", 1_000 * worse + 1, 10.0),  # as cheap: kept
         _placed("on-demand", 0, 1.0),  # no rival: it is not billed as provisioned units are
     ]
     parts = [(early, 0.0), (early, 0.0)]
     rule = Rule(price=1.0)  # no limit: beaten on both counts only
-    # the hybrid composed from it may cost less than both: it stays, and may be recommended
-    assert pruned(["hybrid:70", "autopilot:70"], parts, rule) == {"autopilot:70": "stock:70"}
+    # the hybrid composed from it (its base) may cost less than both: it stays, and may be
+    # recommended
+    assert hybrid_base(parse("hybrid:70")).text == "autopilot+stock:70"
+    names = ["hybrid:70", "autopilot+stock:70"]
+    assert pruned(names, parts, rule) == {"autopilot+stock:70": "stock:70"}
     # within the margin on one count: kept
     near = [*early[:1], _placed("autopilot:70", 1_000 * worse + 1, 10.0 * (1 + PRUNE_MARGIN))]
     assert pruned(["autopilot:70"], [(near, 0.0), (near, 0.0)], rule) == {}

@@ -93,7 +93,7 @@ def test_tune_refuses_policy_and_points_to_candidate(tmp_path: Path, policy: str
         "pre-warmed table); any of them but stock:T with +stream (the table's stream as a "
         "write signal); on-demand; windows / windows:T (autopilot+stock:T with declared "
         "on-demand windows at hours learned on the part fitted on); or hybrid / hybrid:T "
-        "(autopilot:T with on-demand windows the stack's switch learns each day from the "
+        "(autopilot+stock:T with on-demand windows the stack's switch learns each day from the "
         "table's last 7 days); repeatable)\n"
     )
 

@@ -93,8 +93,8 @@ CANDIDATE_HELP = (
     "these with +prewarm (a pre-warmed table); any of them but stock:T with +stream (the "
     "table's stream as a write signal); on-demand; windows / windows:T (autopilot+stock:T "
     "with declared on-demand windows at hours learned on the part fitted on); or hybrid / "
-    "hybrid:T (autopilot:T with on-demand windows the stack's switch learns each day from "
-    f"the table's last {HISTORY_DAYS} days)"
+    "hybrid:T (autopilot+stock:T with on-demand windows the stack's switch learns each day "
+    f"from the table's last {HISTORY_DAYS} days)"
 )
 """The policies tune can recommend, as --candidate values."""
 

@@ -67,8 +67,8 @@ def code_for(
     hours: tuple[bool, ...] = (),
 ) -> str:
     """The construct code that deploys ``spec`` on a table (`_code`); for declared windows
-    (``windows:T``), the autopilot on stock at T, then `_windows_code` at ``hours``; for the
-    hybrid (``hybrid:T``), its autopilot at T, then `_learned_code`."""
+    (``windows:T``) and the hybrid (``hybrid:T``), the autopilot on stock at T
+    (`run.hybrid_base`), then `_windows_code` at ``hours`` or `_learned_code`."""
     if spec.kind in ("windows", "hybrid"):
         base = _code(hybrid_base(spec), trace, params, warm, table_class, extras)
         return base + (_windows_code(hours) if spec.kind == "windows" else _learned_code(spec))

@@ -245,12 +245,14 @@ TERMS = {
     "too: DynamoDB serves at once up to double the previous peak (at least the warm "
     "throughput: 12,000 reads / 4,000 writes a second on a new table) and more only about "
     "30 minutes later, so a burst beyond double what came before is throttled",
-    "hybrid": "hybrid:T: autopilot:T, with the table on-demand in the hours of each day (UTC) "
-    f"where on-demand cost less over its last {HISTORY_DAYS} days (an on-demand hour costed "
-    "as provisioned at T), learned each day by the stack's on-demand switch "
-    f"(learn_on_demand_windows), at most {SWITCHES_PER_DAY} switches to on-demand in any 24 "
-    f"hours; each switch starts {SWITCH_MINUTES} minutes before its hour, and the table "
-    "returns to provisioned as its window ends (docs: On-demand windows, Learned windows)",
+    "hybrid": "hybrid:T: autopilot+stock:T (a ProvisionedTable with the scaler), with the "
+    "table on-demand in the hours of each day (UTC) where on-demand cost less over its last "
+    f"{HISTORY_DAYS} days (an on-demand hour costed as provisioned at T), learned each day by "
+    "the stack's on-demand switch (learn_on_demand_windows), at most "
+    f"{SWITCHES_PER_DAY} switches to on-demand in any 24 hours; each switch starts "
+    f"{SWITCH_MINUTES} minutes before its hour, and the table returns to provisioned as its "
+    "window ends, no lower than its level of before the window nor than the level the hour "
+    "after usually needs (docs: On-demand windows, Learned windows)",
     "windows": "windows:T: autopilot+stock:T with declared on-demand windows "
     "(add_on_demand_window, every day, UTC, at most 3) at the hours of the day where "
     "on-demand cost less on the part fitted on, kept only where they cost less there without "
