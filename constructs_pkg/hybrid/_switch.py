@@ -1,11 +1,12 @@
 """Runs in: CDK app (synth time).
 
 The stack's on-demand switch: one function (`ddb_capacity_runtime.hybrid.handler`) with its
-own state store, invoked by EventBridge Scheduler at each window's start and end and every
-`CHECK_EVERY` to finish what a start or end left (a missed end, a deploy that made the table
-provisioned underneath). Only its role may call ``dynamodb:UpdateTable``, and only on the
-tables given windows (and their indexes); it registers only those tables' scalable targets.
-Its refusals, failures and errors fold into the stack's one ``Failing`` alarm of the switch.
+own state store, invoked by EventBridge Scheduler at each window's start and end (learned
+windows: at :55 and :00 of every hour) and every 15 minutes (`CHECK_AT`) to finish what a
+start or end left (a missed end, a deploy that made the table provisioned underneath). Only
+its role may call ``dynamodb:UpdateTable``, and only on the tables given windows (and their
+indexes); it registers only those tables' scalable targets. Its refusals, failures and errors
+fold into the stack's one ``Failing`` alarm of the switch.
 """
 
 from __future__ import annotations
@@ -53,8 +54,11 @@ SWITCH_ID = "OnDemandSwitch"
 LEARNED_AT = "cron(0,55 * * * ? *)"
 """When the learned windows' run comes (UTC): at :55 it starts the next hour's window, at :00
 it ends the last hour's (`ddb_capacity_runtime.hybrid.learning`)."""
-CHECK_EVERY = Duration.minutes(15)
-"""How often the switch checks its tables between the windows' own starts and ends."""
+CHECK_AT = "cron(7/15 * * * ? *)"
+"""When the switch checks its tables between the windows' own starts and ends (UTC): every
+15 minutes from :07, clear of the learned windows' runs (:55 and :00)
+and of the hours' and half-hours' window starts and ends, so that two invocations rarely act
+on one table at once (the second's write of its state would fail, counted)."""
 FUNCTION = "Switch"
 """The switch function's name in ``function_options``."""
 FUNCTION_DEFAULTS = {
@@ -141,7 +145,7 @@ class OnDemandSwitch(Construct):
         self._schedule(
             self,
             "Check",
-            f"rate({int(CHECK_EVERY.to_minutes())} minutes)",
+            CHECK_AT,
             None,
             {
                 "Action": "check",

@@ -48,7 +48,7 @@ def test_learned_windows_run_every_hour_at_55_and_00_with_the_tables_settings(
     assert 'MaxWriteRequestUnits\\":500' in text and 'MaxWriteRequestUnits\\":100' in text
     template.has_resource_properties(
         "AWS::Scheduler::Schedule",
-        {"ScheduleExpression": "rate(15 minutes)", "Target": Match.any_value()},
+        {"ScheduleExpression": "cron(7/15 * * * ? *)", "Target": Match.any_value()},
     )
 
 

@@ -90,7 +90,7 @@ def test_a_window_renders_its_two_schedules_and_the_stacks_one_switch(stack: cdk
         {"ScheduleExpression": "cron(0 21 ? * MON,TUE,WED,THU,FRI *)"},
     )
     template.has_resource_properties(
-        "AWS::Scheduler::Schedule", {"ScheduleExpression": "rate(15 minutes)"}
+        "AWS::Scheduler::Schedule", {"ScheduleExpression": "cron(7/15 * * * ? *)"}
     )
 
 

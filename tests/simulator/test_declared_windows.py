@@ -180,7 +180,7 @@ def test_the_windows_pasted_code_deploys_the_switch() -> None:
     days = "SUN,MON,TUE,WED,THU,FRI,SAT"
     assert expressions == sorted(
         [f"cron({m} {h} ? * {days} *)" for m, h in ((55, 1), (0, 4), (55, 21), (0, 23))]
-        + ["rate(15 minutes)"]  # the check that ends a missed window
+        + ["cron(7/15 * * * ? *)"]  # the check that ends a missed window
     )
     assert code_for(parse("windows:70"), trace, ModelParams()).endswith("no on-demand window\n")
 

@@ -22,8 +22,9 @@ from ddb_capacity_tools.simulator.hybrid import (
     within_limit,
 )
 from ddb_capacity_tools.simulator.model import Recorded
+from ddb_capacity_tools.simulator.policies import DEFAULT_TICK_MINUTES
 from ddb_capacity_tools.simulator.prices import Prices
-from ddb_capacity_tools.simulator.run import DEFAULT_TICK_MINUTES, recovery_minutes
+from ddb_capacity_tools.simulator.run import recovery_minutes
 from ddb_capacity_tools.simulator.scenarios import scenario
 from tests.support.hypothesis_profiles import examples
 
@@ -87,8 +88,10 @@ def _daily(
     return paid, charged
 
 
-def _plan(paid: list[float], charged: list[float], offset: int = 0, **kw: bool) -> list[bool]:
-    return plan(hourly_savings(paid, charged, offset), len(paid), offset, **kw)
+def _plan(
+    paid: list[float], charged: list[float], offset: int = 0, hindsight: bool = False
+) -> list[bool]:
+    return plan(hourly_savings(paid, charged, offset), len(paid), offset, hindsight=hindsight)
 
 
 def test_plan_runs_on_demand_in_the_bursty_hours_from_the_second_day() -> None:

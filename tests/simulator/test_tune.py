@@ -531,7 +531,9 @@ def test_the_hybrids_base_alone_is_preferred_to_the_hybrid_within_the_noise() ->
     tuning = decide([*cands, _c("on-demand", 0, 900)], Rule(floor=0.0), trace, ModelParams())
     # THEN its base alone, the hybrid named as the rule's pick
     assert tuning.recommended.policy == "autopilot+stock:70"
-    assert tuning.simpler_than == ("hybrid:70", pytest.approx(5.0))
+    assert tuning.simpler_than is not None
+    assert tuning.simpler_than[0] == "hybrid:70"
+    assert tuning.simpler_than[1] == pytest.approx(5.0)
 
 
 def _steady_then_step() -> Trace:
