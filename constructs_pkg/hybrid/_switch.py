@@ -73,10 +73,11 @@ FUNCTION_DEFAULTS = {
 """The switch function's defaults (256 MB, 2 minutes) and the timeouts its work allows."""
 HANDLER = "ddb_capacity_runtime.hybrid.handler.lambda_handler"
 ASYNC_REASON = (
-    "EventBridge Scheduler retries a failed invocation (twice, within 15 minutes); every "
-    "failure is counted (SwitchFailed, SwitchRefused, Errors) and alarmed, and the check every "
-    "15 minutes finishes a window's end that failed, so a dead-letter queue would keep nothing "
-    "of use."
+    "EventBridge Scheduler retries an invocation it could not deliver (twice, within 15 "
+    "minutes); one that failed is not retried (an invocation acting beside the next run would "
+    "fail the second's state write): every failure is counted (SwitchFailed, SwitchRefused, "
+    "Errors) and alarmed, and the check every 15 minutes, or a learned table's next hourly run, "
+    "finishes what a failed one left, so a dead-letter queue would keep nothing of use."
 )
 
 
@@ -122,6 +123,7 @@ class OnDemandSwitch(Construct):
             environment={STORE_ENV: self.store.table_name},
         )
         _acknowledge_function(self.function)
+        self.function.configure_async_invoke(retry_attempts=0)
         self._grant()
         self.role = iam.Role(
             self,
@@ -351,7 +353,8 @@ def _acknowledge_function(function: lambda_.Function) -> None:
     acknowledge_all(
         function,
         {f"{p}-LambdaDLQ": ASYNC_REASON for p in ("Serverless", "HIPAA.Security", "NIST.800.53.R5")}
-        | {f"{p}-LambdaConcurrency": ASYNC_REASON for p in ("HIPAA.Security", "NIST.800.53.R5")},
+        | {f"{p}-LambdaConcurrency": ASYNC_REASON for p in ("HIPAA.Security", "NIST.800.53.R5")}
+        | {"Serverless-LambdaAsyncFailureDestination": ASYNC_REASON},
     )
 
 

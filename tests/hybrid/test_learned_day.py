@@ -44,12 +44,17 @@ def _datapoint(table: str, index: str | None, name: str, when: float, value: flo
     return {"MetricName": name, "Dimensions": dims, "Timestamp": stamp, "Value": value}
 
 
-def history(w: SwitchWorld, days: range | list[int], spiky: int = SPIKY_HOUR) -> None:
+def history(
+    w: SwitchWorld, days: range | list[int], spiky: int | tuple[int, ...] = SPIKY_HOUR
+) -> None:
     """The table's metrics as DynamoDB publishes them over ``days``: 8 write units/s (the
     hour's first minute, then the rest of the hour in one datapoint at minute 15: on-demand
     charges for the units, the first 15 minutes' busiest sets a return level, and the
-    hour's busiest matters only where the hour ran on-demand) but in hour ``spiky``, a quiet 1/s there with one minute at 800/s; auto scaling keeps the table's writes at 10 units and
-    raises them to 1,200 for that hour, its reads at 20 and its GSI at 8 and 4 (idle)."""
+    hour's busiest matters only where the hour ran on-demand) but in the hour(s) ``spiky``,
+    a quiet 1/s there with one minute at 800/s; auto scaling keeps the table's writes at 10
+    units and raises them to 1,200 for that hour, its reads at 20 and its GSI at 8 and 4
+    (idle)."""
+    spikes = (spiky,) if isinstance(spiky, int) else spiky
     data = []
     levels = {
         (None, "Read"): 20,
@@ -60,11 +65,11 @@ def history(w: SwitchWorld, days: range | list[int], spiky: int = SPIKY_HOUR) ->
     for day in days:
         for hour in range(24):
             for (index, dim), level in levels.items():
-                top = 1200 if (index, dim, hour) == (None, "Write", spiky) else level
+                top = 1200 if (index, dim) == (None, "Write") and hour in spikes else level
                 name = f"Provisioned{dim}CapacityUnits"
                 data.append(_datapoint(w.table, index, name, at(day, hour), top))
             consumed = "ConsumedWriteCapacityUnits"
-            if hour == spiky:
+            if hour in spikes:
                 data.append(_datapoint(w.table, None, consumed, at(day, hour, 29), 59 * 60))
                 data.append(_datapoint(w.table, None, consumed, at(day, hour, 30), 800 * 60))
             else:  # the hour's first minute, then the rest of it in one datapoint
@@ -180,9 +185,10 @@ def test_the_spiky_hour_is_learned_and_switched_through_a_day(w: SwitchWorld, da
 def test_a_window_past_the_rolling_limit_is_skipped_not_refused(w: SwitchWorld, day: int) -> None:
     history(w, range(day - 8, day))
     at_run(w, at(day - 1, 23, 55))
-    # GIVEN four switches to on-demand in the 24 hours before the learned hour
+    # GIVEN four switches to on-demand in the 24 hours before the learned hour, the oldest
+    # of them leaving that span at 09:58
     text, version = calls.read_state(w.world.ddb, w.switcher.store, w.table)
-    recent = tuple(int(at(day - 1, h)) for h in (12, 14, 16, 18))
+    recent = (int(at(day - 1, 9, 58)), *(int(at(day - 1, h)) for h in (12, 14, 16)))
     calls.write_state(
         w.world.ddb,
         w.switcher.store,
@@ -198,9 +204,19 @@ def test_a_window_past_the_rolling_limit_is_skipped_not_refused(w: SwitchWorld, 
         "MaxReadRequestUnits": 500,
         "MaxWriteRequestUnits": 200,
     }
-    outcome = run({"Action": "learned", "Tables": [entry]}, w.switcher)
-    # THEN it is skipped (no failure, nothing counted) and the table stays provisioned
+    lines = io.StringIO()
+    with pytest.MonkeyPatch.context() as env, redirect_stdout(lines):
+        env.setenv("AWS_LAMBDA_FUNCTION_NAME", "switch")
+        outcome = run({"Action": "learned", "Tables": [entry]}, w.switcher)
+    # THEN it is skipped (no failure: counted as a skip, not alarmed) and the table stays
+    # provisioned
     assert outcome == {w.table: "skipped-at-the-limit"}
+    counted = [json.loads(line) for line in lines.getvalue().splitlines()]
+    assert [(c["TableName"], c.get("SwitchSkipped")) for c in counted] == [(w.table, 1)]
+    assert billing(w) == "PROVISIONED"
+    # AND skipped whole: its hour's own run does not start it late, though the limit allows
+    # a switch by then
+    assert at_run(w, at(day, SPIKY_HOUR)) == "skipped-at-the-limit"
     assert billing(w) == "PROVISIONED"
     # AND the next day, with the oldest switch out of the span, the hour switches again
     history(w, [day])
@@ -375,3 +391,74 @@ def test_a_learned_return_level_raises_within_the_targets_maximum_and_never_lowe
     broken["plan"]["returns"] = {"11": {"|write": 0}}
     with pytest.raises(ValueError, match="plan returns"):
         parse_state(json.dumps(broken))
+
+
+def test_a_day_holds_at_most_three_learned_windows(w: SwitchWorld, day: int) -> None:
+    # GIVEN four spiky hours a day, each worth a window of its own
+    history(w, range(day - 8, day), spiky=(2, 8, 14, 20))
+    at_run(w, at(day - 1, 23, 55))
+    # THEN the day's plan makes them three windows (two joined by the hours between them):
+    # windows about 24 hours apart day after day, a fourth would be a fifth switch in 24
+    # hours whenever a day's switch came a little later
+    plan = state(w).plan
+    starts = [h for h in range(24) if plan[h] and (h == 0 or not plan[h - 1])]
+    assert len(starts) == 3 and all(plan[h] for h in (2, 8, 14, 20))
+
+
+def test_hours_whose_provisioned_capacity_is_not_trusted_are_not_known() -> None:
+    from ddb_capacity_runtime.aws.metrics import HourReads
+    from ddb_capacity_runtime.hybrid.learning import _hour
+
+    begin = datetime.fromtimestamp(at(DAY, 10), UTC)
+    consumed = {begin + timedelta(minutes=m): 600.0 for m in range(60)}
+    key = ("t", None, "write")
+
+    def reads(provisioned: dict[datetime, float] | None, bad: frozenset[datetime]) -> Any:
+        return {key: HourReads(consumed, frozenset(), provisioned, bad)}
+
+    known = _hour(reads({begin: 20.0}, frozenset()), (DAY, 10), 70)
+    assert known is not None and known.provisioned == pytest.approx(20 * 0.00065)
+    # no datapoint of a trusted query: the table was on-demand, costed at its least level
+    on_demand = _hour(reads({}, frozenset()), (DAY, 10), 70)
+    assert on_demand is not None and on_demand.provisioned is None
+    # the query not trusted, or the hour's value bad: not known, so never on-demand by it
+    assert _hour(reads(None, frozenset()), (DAY, 10), 70) is None
+    assert _hour(reads({}, frozenset({begin})), (DAY, 10), 70) is None
+
+
+def test_a_window_past_its_end_is_ended_when_the_next_days_hours_cannot_be_learned(
+    w: SwitchWorld, day: int
+) -> None:
+    from botocore.stub import Stubber
+
+    # GIVEN a learned window ending at midnight
+    history(w, range(day - 8, day), spiky=23)
+    at_run(w, at(day - 1, 23, 55))
+    assert at_run(w, at(day, 22, 55)) == "switched-to-on-demand"
+    # AND CloudWatch refusing the next day's learning (throttled: moto never is) while it
+    # still answers the window's last minutes
+    cloudwatch = local_aws.client(w.world.cw.meta.endpoint_url, "cloudwatch")
+    stub = Stubber(cloudwatch)
+    stub.add_client_error("get_metric_data", "Throttling", "Rate exceeded", 400)
+    delivered = [
+        {"Id": f"c{i}", "StatusCode": "Complete", "Timestamps": [], "Values": []} for i in range(4)
+    ]
+    stub.add_response("get_metric_data", {"MetricDataResults": delivered})
+    w.switcher.cloudwatch = cloudwatch
+    # WHEN the midnight run comes
+    with stub, pytest.raises(SwitchError, match="could not be learned"):
+        at_run(w, at(day + 1, 0))
+    # THEN the window was ended all the same, and the failure raised (counted) after it
+    assert billing(w) == "PROVISIONED"
+    assert state(w).plan_day == day
+
+
+def test_one_malformed_entry_fails_alone(w: SwitchWorld, day: int) -> None:
+    history(w, range(day - 8, day))
+    w.clock.now = at(day - 1, 23, 55)
+    good = {"Table": w.table, "TargetUtilization": 70}
+    good |= {"MaxReadRequestUnits": 500, "MaxWriteRequestUnits": 200}
+    with pytest.raises(SwitchError, match="learned entry 0") as failed:
+        run({"Action": "learned", "Tables": [{"Table": 7}, good]}, w.switcher)
+    assert f"'{w.table}': 'provisioned'" in str(failed.value)
+    assert state(w).plan_day == day

@@ -13,8 +13,8 @@ simulator's ``hybrid`` policy that models them.
    that an hour is judged alike whichever mode it ran in.
 2. Each hour of the day's saving is the median over the past days known for it of
    (provisioned - on-demand) (`day_plan`; none known: no saving).
-3. The day's on-demand windows are the at most ``most`` runs of whole hours whose savings add
-   up to the most (`best_windows`).
+3. The day's on-demand windows are the at most `LEARNED_PER_DAY` runs of whole hours whose
+   savings add up to the most (`best_windows`).
 4. A window ends with the table back to provisioned no lower than before it, nor than the
    level target tracking at ``target`` % needs for the busiest minute of the first
    `RETURN_MINUTES` of the hour after it, taken as the median over the same past days
@@ -33,6 +33,11 @@ from typing import Protocol
 
 from .switches import MAX_SWITCHES
 
+LEARNED_PER_DAY = MAX_SWITCHES - 1
+"""The most learned windows a day's plan holds: one switch short of DynamoDB's 4 in any rolling 24
+hours, since a plan is much the same from one day to the next (a median of 7 days), its windows
+about 24 hours apart, and a switch a few seconds later one day than the next would make a fourth
+window a fifth switch in 24 hours."""
 HISTORY_DAYS = 7
 """The most past days a day's windows are learned from."""
 HOURS = 24
@@ -45,9 +50,10 @@ RETURN_MINUTES = 15
 """The first minutes of the hour after a window whose busiest sets the level it returns at."""
 SERVED_MINUTES = 15
 """The last minutes of a learned window whose busiest the table returns no lower than."""
-SERVED_LAG_MINUTES = 3
-"""How long before a window's end those minutes end: CloudWatch delivers a minute 1-3 minutes
-late."""
+SERVED_LAG_MINUTES = 5
+"""How long before a window's end those minutes end: CloudWatch delivers a minute up to 3
+minutes late (`core.modes.DELIVERY_MINUTES`), and 2 more (`core.modes.LATE_MINUTES`) are
+left to it, as a tick leaves them; a minute older than that without a datapoint is idle."""
 SETTLED_S = 600
 """An hour is learned from once it ended this long before: CloudWatch delivers a minute's
 datapoints within a few minutes."""

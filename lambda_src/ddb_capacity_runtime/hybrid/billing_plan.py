@@ -78,6 +78,9 @@ class SwitchState:
     (``"<index or ''>|read"``) returns at, where learned (`core.on_demand_hours.return_level`)."""
     back: Mapping[str, int] = field(default_factory=dict)
     """While on-demand by a learned window: the levels it returns at (from ``returns``)."""
+    skipped_until: float = 0.0
+    """Learned windows: the end of a window skipped at DynamoDB's rolling limit (not started
+    later in its run)."""
 
     def as_text(self) -> str:
         return json.dumps(
@@ -94,6 +97,7 @@ class SwitchState:
                     "returns": {str(h): dict(v) for h, v in self.returns.items()},
                 },
                 "back": dict(self.back),
+                "skipped_until": self.skipped_until,
             },
             sort_keys=True,
         )
@@ -126,6 +130,9 @@ def parse_state(text: str | None) -> SwitchState:
         raise ValueError(f"switch state: targets {shown(targets, 200)}")
     day, hours, returns = _plan(raw.get("plan", {"day": -1, "hours": []}))
     back = _levels("back", raw.get("back", {}))
+    skipped = raw.get("skipped_until", 0.0)
+    if not is_number(skipped):
+        raise ValueError(f"switch state: skipped_until {shown(skipped)}")
     return SwitchState(
         billing=raw["billing"],
         switches=tuple(int(t) for t in switches),
@@ -137,6 +144,7 @@ def parse_state(text: str | None) -> SwitchState:
         plan=hours,
         returns=returns,
         back=back,
+        skipped_until=float(skipped),
     )
 
 

@@ -25,7 +25,7 @@ from ..core.names import METRICS_NAMESPACE, STORE_ENV, metrics_store
 from ..core.validators import is_whole
 from ..events import count_in_lambda, log_event
 from .held import HOLD_STORES_ENV, hold_stores
-from .learning import MOST_UNITS, learnings
+from .learning import MOST_UNITS, SKIPPED, Learning, learnings
 from .switcher import Switcher, Window
 
 Step = tuple[str, Callable[[], str]]
@@ -52,11 +52,23 @@ def _tables(event: Mapping[str, Any]) -> list[str]:
 def _steps(action: str, event: Mapping[str, Any], switcher: Switcher) -> list[Step]:
     """Each table of ``event`` with what ``action`` does to it."""
     if action == "learned":
-        return [(lrn.table, partial(switcher.learned, lrn)) for lrn in learnings(event)]
+        return [_learned_step(i, lrn, switcher) for i, lrn in enumerate(learnings(event))]
     if action == "start":
         window = _window(event)
         return [(t, partial(switcher.start, t, window)) for t in _tables(event)]
     return [(t, partial(getattr(switcher, action), t)) for t in _tables(event)]
+
+
+def _learned_step(i: int, learning: Learning | SwitchError, switcher: Switcher) -> Step:
+    """A learned table's run; an entry that is not one fails alone (named by its place)."""
+    if isinstance(learning, SwitchError):
+        refusal = learning
+
+        def refused() -> str:
+            raise refusal
+
+        return (f"learned entry {i}", refused)
+    return (learning.table, partial(switcher.learned, learning))
 
 
 def run(event: Mapping[str, Any], switcher: Switcher) -> dict[str, str]:
@@ -69,6 +81,10 @@ def run(event: Mapping[str, Any], switcher: Switcher) -> dict[str, str]:
     for table, step in _steps(str(action), event, switcher):
         try:
             outcomes[table] = step()
+            if outcomes[table] == SKIPPED:  # the plan's, not a failure: counted, not alarmed
+                count_in_lambda(
+                    METRICS_NAMESPACE, "SwitchSkipped", store=metrics_store(), table=table
+                )
         except Exception as exc:
             metric = exc.metric if isinstance(exc, SwitchError) else "SwitchFailed"
             outcomes[table] = f"{metric}: {describe_error(exc)}"

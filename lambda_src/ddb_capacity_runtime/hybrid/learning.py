@@ -24,6 +24,7 @@ from ..core.on_demand_hours import (
     DAY_S,
     HISTORY_DAYS,
     HOUR_S,
+    LEARNED_PER_DAY,
     LIST_PRICES,
     RETURN_MINUTES,
     SERVED_LAG_MINUTES,
@@ -37,7 +38,6 @@ from ..core.on_demand_hours import (
     run_ends,
 )
 from ..core.series import Key
-from ..core.switches import MAX_SWITCHES
 from ..core.tables import named_gsis
 from ..core.validators import is_whole
 
@@ -46,6 +46,9 @@ if TYPE_CHECKING:
 
 LEARNED = "learned"
 """The name a learned window has in the switch state and the logs."""
+SKIPPED = "skipped-at-the-limit"
+"""A learned table's run's outcome when its window would pass DynamoDB's rolling limit: the
+window is skipped whole (counted as ``SwitchSkipped``, not alarmed)."""
 LEAD_S = 360
 """A run acts for the hour this far ahead: its switch to on-demand starts 5 minutes before the
 hour (the switch's own minutes), and its end comes on the hour."""
@@ -64,30 +67,33 @@ class Learning:
     max_write: int
 
 
-def learnings(event: Mapping[str, Any]) -> list[Learning]:
+def learnings(event: Mapping[str, Any]) -> list[Learning | SwitchError]:
     """The tables of a ``learned`` event (``{"Action": "learned", "Tables": [{"Table",
-    "TargetUtilization", "MaxReadRequestUnits", "MaxWriteRequestUnits"}]}``), checked (it
-    comes through EventBridge: untrusted): SwitchError naming what is wrong."""
+    "TargetUtilization", "MaxReadRequestUnits", "MaxWriteRequestUnits"}]}``), each checked on
+    its own (it comes through EventBridge: untrusted): a SwitchError naming what is wrong in
+    place of a malformed entry, so that the other tables still run. SwitchError when
+    ``Tables`` is not a list."""
     tables = event.get("Tables")
     if not isinstance(tables, list) or not tables:
         raise SwitchError(f"learned event: Tables {shown(tables, 200)}; expected a list")
-    out = []
-    for entry in tables:
-        got = entry if isinstance(entry, Mapping) else {}
-        name, target = got.get("Table"), got.get("TargetUtilization")
-        reads, writes = got.get("MaxReadRequestUnits"), got.get("MaxWriteRequestUnits")
-        if not (
-            is_table_name(name)
-            and is_whole(target, 20, 90)
-            and is_whole(reads, 1, MOST_UNITS)
-            and is_whole(writes, 1, MOST_UNITS)
-        ):
-            raise SwitchError(
-                f"learned event: table {shown(entry, 200)}; expected Table (a table name), "
-                f"TargetUtilization (20 to 90) and MaxRead/WriteRequestUnits (1 to {MOST_UNITS})"
-            )
-        out.append(Learning(str(name), target, reads, writes))
-    return out
+    return [_learning(entry) for entry in tables]
+
+
+def _learning(entry: object) -> Learning | SwitchError:
+    got = entry if isinstance(entry, Mapping) else {}
+    name, target = got.get("Table"), got.get("TargetUtilization")
+    reads, writes = got.get("MaxReadRequestUnits"), got.get("MaxWriteRequestUnits")
+    if not (
+        is_table_name(name)
+        and is_whole(target, 20, 90)
+        and is_whole(reads, 1, MOST_UNITS)
+        and is_whole(writes, 1, MOST_UNITS)
+    ):
+        return SwitchError(
+            f"learned event: table {shown(entry, 200)}; expected Table (a table name), "
+            f"TargetUtilization (20 to 90) and MaxRead/WriteRequestUnits (1 to {MOST_UNITS})"
+        )
+    return Learning(str(name), target, reads, writes)
 
 
 def acting_for(now: float) -> tuple[int, int]:
@@ -130,7 +136,7 @@ def learn(
     day: int,
 ) -> Plan:
     """``day``'s plan, learned from the table's metrics of the hours
-    `core.on_demand_hours.past_slots` names (at most `MAX_SWITCHES` windows). SwitchError
+    `core.on_demand_hours.past_slots` names (at most `LEARNED_PER_DAY` windows). SwitchError
     (the table left as it is) when the metrics or the table's description cannot be read."""
     rows = past_slots(day, HISTORY_DAYS)
     first = min(d for row in rows for d, _ in row)
@@ -151,7 +157,7 @@ def plan_of(reads: Mapping[Key, HourReads], day: int, target: int) -> Plan:
     """``day``'s plan from every dimension's reads of the hours before it (`learn`)."""
     rows = past_slots(day, HISTORY_DAYS)
     days = [[_hour(reads, slot, target) for slot in row] for row in rows]
-    hours = tuple(day_plan(day_savings(days), MAX_SWITCHES))
+    hours = tuple(day_plan(day_savings(days), LEARNED_PER_DAY))
     returns = {}
     for back in run_ends(hours):
         peaks = [_peaks(reads, row[back], days[k][back] is not None) for k, row in enumerate(rows)]
@@ -179,9 +185,10 @@ def _peaks(
 
 def _hour(reads: Mapping[Key, HourReads], slot: tuple[int, int], target: int) -> Hour | None:
     """One past hour costed from every dimension's reads (`core.on_demand_hours.Hour`).
-    Unknown (None) when a dimension's consumption there is not trusted, or when no dimension
-    has a datapoint there at all (DynamoDB publishes a provisioned table's capacity every few
-    minutes, so an hour without any is not known idle). Its provisioned cost is the hour's
+    Unknown (None) when a dimension's consumption or provisioned capacity there is not
+    trusted, or when no dimension has a datapoint there at all (DynamoDB publishes a
+    provisioned table's capacity every few minutes, so an hour without any is not known
+    idle). Its provisioned cost is the hour's
     highest provisioned level of every dimension; None (on-demand: estimated) when a
     dimension has none there."""
     begin = datetime.fromtimestamp(slot[0] * DAY_S + slot[1] * HOUR_S, UTC)
@@ -192,6 +199,8 @@ def _hour(reads: Mapping[Key, HourReads], slot: tuple[int, int], target: int) ->
     for key, r in reads.items():
         if r.consumed is None or any(m in r.consumed_bad for m in minutes):
             return None
+        if r.provisioned is None or begin in r.provisioned_bad:
+            return None  # a level not trusted is not known: the hour is not on-demand either
         units = [r.consumed.get(m) for m in minutes]
         served.append((key[2], [(u or 0.0) / 60 for u in units]))
         top = None if r.provisioned is None else r.provisioned.get(begin)

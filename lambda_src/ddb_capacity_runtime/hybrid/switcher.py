@@ -38,7 +38,16 @@ from .billing_plan import (
     with_last_switch,
 )
 from .held import held_levels, hold_minimums
-from .learning import LEAD_S, LEARNED, Learning, acting_for, learn, run_end, served_levels
+from .learning import (
+    LEAD_S,
+    LEARNED,
+    SKIPPED,
+    Learning,
+    acting_for,
+    learn,
+    run_end,
+    served_levels,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_application_autoscaling import ApplicationAutoScalingClient
@@ -48,12 +57,14 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Window:
-    """What a window's start asks: its name, how long, and the on-demand maximums."""
+    """What a window's start asks: its name, how long, the on-demand maximums, and (a learned
+    window) the levels it returns at (`SwitchState.back`)."""
 
     name: str
     seconds: int
     max_read: int
     max_write: int
+    back: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -160,6 +171,7 @@ class Switcher:
             until=now + window.seconds,
             levels=levels_of(table, description),
             targets=tuple(targets),
+            back=dict(window.back),
         )
         version = self._save(table, state, version)
         try:
@@ -251,47 +263,60 @@ class Switcher:
 
     def learned(self, learning: Learning) -> str:
         """A learned table's hourly run (`hybrid.learning`): the plan of the day it acts for
-        learned when the state has none; then, for the hour it acts for, a window started
-        when planned (skipped, not refused, when DynamoDB's rolling limit would be passed), a
-        learned window whose run goes on into it extended, one past its end ended."""
+        learned when the state has none (a window past its end is ended even when that
+        fails); then, for the hour it acts for, a window started when planned (skipped, not
+        refused, when DynamoDB's rolling limit would be passed: the whole window, as the
+        simulator drops it), a learned window whose run goes on into it extended, one past its
+        end ended."""
         table, now = learning.table, self.clock()
         day, hour = acting_for(now)
         state, version = self._state(table)
         if state.plan_day != day:
-            if self.cloudwatch is None:
-                raise SwitchError(f"table {table}: no CloudWatch client to learn its hours")
-            description = table_calls.describe(self.dynamodb, table)
-            plan = learn(self.cloudwatch, table, description, learning, day)
-            state = replace(state, plan_day=day, plan=plan.hours, returns=plan.returns)
-            version = self._save(table, state, version)
-            log_event(
-                "learned-on-demand-hours",
-                table=table,
-                day=day,
-                hours=_on(plan.hours),
-                returns=plan.returns,
-            )
+            state, version = self._learn(learning, state, version, day)
         planned = len(state.plan) == 24 and state.plan[hour]
         if state.billing == ON_DEMAND:
             return self._learned_on_demand(table, state, version, planned, hour)
         if not planned:
             return "provisioned"
+        if now < state.skipped_until:
+            return SKIPPED
+        end = run_end(state.plan, day, hour)
         description = table_calls.describe(self.dynamodb, table)
         history = with_last_switch(state.switches, description)
         if billing_of(description) == PROVISIONED and not switch_allowed(history, now):
             log_event("learned-window-skipped", table=table, hour=hour, switches=len(history))
-            return "skipped-at-the-limit"
-        end = run_end(state.plan, day, hour)
-        window = Window(LEARNED, int(end - now), learning.max_read, learning.max_write)
-        outcome = self.start(table, window)
-        self._set_back(table, state.returns.get(int(end // HOUR_S) % 24, {}))
-        return outcome
+            self._save(table, replace(state, skipped_until=end), version)
+            return SKIPPED
+        back = state.returns.get(int(end // HOUR_S) % 24, {})
+        window = Window(LEARNED, int(end - now), learning.max_read, learning.max_write, back)
+        return self.start(table, window)
 
-    def _set_back(self, table: str, back: Mapping[str, int]) -> None:
-        """The levels the table's learned window returns at (`SwitchState.back`)."""
-        state, version = self._state(table)
-        if state.billing == ON_DEMAND and state.window == LEARNED and state.back != back:
-            self._save(table, replace(state, back=dict(back)), version)
+    def _learn(
+        self, learning: Learning, state: SwitchState, version: int, day: int
+    ) -> tuple[SwitchState, int]:
+        """The table's state with ``day``'s plan learned and saved. When learning fails, a
+        learned window past its end is ended first (the failure raised after)."""
+        table = learning.table
+        try:
+            if self.cloudwatch is None:
+                raise SwitchError(f"table {table}: no CloudWatch client to learn its hours")
+            description = table_calls.describe(self.dynamodb, table)
+            plan = learn(self.cloudwatch, table, description, learning, day)
+        except Exception:
+            due = state.billing == ON_DEMAND and state.window == LEARNED
+            if due and self.clock() >= state.until:
+                self.end(table)
+            raise
+        state = replace(state, plan_day=day, plan=plan.hours, returns=plan.returns)
+        version = self._save(table, state, version)
+        log_event(
+            "learned-on-demand-hours",
+            table=table,
+            day=day,
+            hours=_on(plan.hours),
+            returns=plan.returns,
+        )
+        return state, version
 
     def _learned_on_demand(
         self, table: str, state: SwitchState, version: int, planned: bool, hour: int

@@ -59,6 +59,7 @@ from dataclasses import dataclass, replace
 
 from ddb_capacity_runtime.core.on_demand_hours import (
     HISTORY_DAYS,
+    LEARNED_PER_DAY,
     RETURN_MINUTES,
     SERVED_LAG_MINUTES,
     SERVED_MINUTES,
@@ -226,7 +227,7 @@ def day_plans(
     for day in range(days):
         rows = [[(day, h) for h in range(24)]] if hindsight else past_slots(day, history)
         past = [[_lived(costed, slot, on_demand) for slot in row] for row in rows]
-        hours = day_plan(day_savings(past), most)
+        hours = day_plan(day_savings(past), min(most, LEARNED_PER_DAY))
         on_demand.update((day, hour) for hour in range(24) if hours[hour])
         returns = {}
         for end in run_ends(hours):
