@@ -462,3 +462,31 @@ def test_one_malformed_entry_fails_alone(w: SwitchWorld, day: int) -> None:
         run({"Action": "learned", "Tables": [{"Table": 7}, good]}, w.switcher)
     assert f"'{w.table}': 'provisioned'" in str(failed.value)
     assert state(w).plan_day == day
+
+
+def test_a_day_is_not_learned_without_time_left_and_a_window_due_still_ends(
+    w: SwitchWorld, day: int
+) -> None:
+    # GIVEN a learned window ending at midnight, and a midnight run with 5 seconds left
+    history(w, range(day - 8, day), spiky=23)
+    at_run(w, at(day - 1, 23, 55))
+    assert at_run(w, at(day, 22, 55)) == "switched-to-on-demand"
+    w.switcher.remaining = lambda: 5.0
+    w.clock.now = at(day + 1, 0)
+    entry = {"Table": w.table, "TargetUtilization": 70}
+    entry |= {"MaxReadRequestUnits": 500, "MaxWriteRequestUnits": 200}
+    lines = io.StringIO()
+    with pytest.MonkeyPatch.context() as env, redirect_stdout(lines):
+        env.setenv("AWS_LAMBDA_FUNCTION_NAME", "switch")
+        outcome = run({"Action": "learned", "Tables": [entry]}, w.switcher)
+    # THEN the day is not learned (deferred, counted, not a failure), the window is ended
+    assert outcome == {w.table: "learning-deferred"}
+    counted = [json.loads(line) for line in lines.getvalue().splitlines()]
+    assert [(c["TableName"], c.get("LearningDeferred")) for c in counted] == [(w.table, 1)]
+    assert billing(w) == "PROVISIONED"
+    assert state(w).plan_day == day
+    # AND the next run with time learns it
+    w.switcher.remaining = lambda: 100.0
+    w.clock.now = at(day + 1, 0, 55)
+    assert at_run(w, at(day + 1, 0, 55)) == "provisioned"
+    assert state(w).plan_day == day + 1

@@ -25,10 +25,12 @@ from ..core.names import METRICS_NAMESPACE, STORE_ENV, metrics_store
 from ..core.validators import is_whole
 from ..events import count_in_lambda, log_event
 from .held import HOLD_STORES_ENV, hold_stores
-from .learning import MOST_UNITS, SKIPPED, Learning, learnings
+from .learning import DEFERRED, MOST_UNITS, SKIPPED, Learning, learnings
 from .switcher import Switcher, Window
 
 Step = tuple[str, Callable[[], str]]
+COUNTED = {SKIPPED: "SwitchSkipped", DEFERRED: "LearningDeferred"}
+"""The outcomes of a learned table's run that are counted though they are not failures."""
 
 
 def _window(event: Mapping[str, Any]) -> Window:
@@ -81,10 +83,9 @@ def run(event: Mapping[str, Any], switcher: Switcher) -> dict[str, str]:
     for table, step in _steps(str(action), event, switcher):
         try:
             outcomes[table] = step()
-            if outcomes[table] == SKIPPED:  # the plan's, not a failure: counted, not alarmed
-                count_in_lambda(
-                    METRICS_NAMESPACE, "SwitchSkipped", store=metrics_store(), table=table
-                )
+            if outcomes[table] in COUNTED:  # not failures: counted, not alarmed
+                metric = COUNTED[outcomes[table]]
+                count_in_lambda(METRICS_NAMESPACE, metric, store=metrics_store(), table=table)
         except Exception as exc:
             metric = exc.metric if isinstance(exc, SwitchError) else "SwitchFailed"
             outcomes[table] = f"{metric}: {describe_error(exc)}"
@@ -112,5 +113,14 @@ def lambda_handler(event: Mapping[str, Any], context: object) -> dict[str, str]:
         time.time,
         hold_stores(os.environ.get(HOLD_STORES_ENV)),
         boto3.client("cloudwatch"),
+        _seconds_left(context),
     )
     return run(event, switcher)
+
+
+def _seconds_left(context: object) -> Callable[[], float] | None:
+    """The invocation's seconds left, from Lambda's context (None without one)."""
+    left = getattr(context, "get_remaining_time_in_millis", None)
+    if not callable(left):
+        return None
+    return lambda: float(left()) / 1000

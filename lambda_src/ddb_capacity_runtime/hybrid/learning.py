@@ -46,6 +46,14 @@ if TYPE_CHECKING:
 
 LEARNED = "learned"
 """The name a learned window has in the switch state and the logs."""
+DEFERRED = "learning-deferred"
+"""A learned table's run's outcome when the invocation had no time left to learn the table's day
+(`LEARN_RESERVE_S`): no window starts (one past its end still ends), and the next run learns it
+(counted as ``LearningDeferred``, not alarmed: a deployment whose tables are deferred night
+after night needs a longer timeout, ``function_options``)."""
+LEARN_RESERVE_S = 30.0
+"""The seconds an invocation must have left to learn a table's day: one table's reads of 8 days
+of metrics, with retries, and what the invocation still has to do after it."""
 SKIPPED = "skipped-at-the-limit"
 """A learned table's run's outcome when its window would pass DynamoDB's rolling limit: the
 window is skipped whole (counted as ``SwitchSkipped``, not alarmed)."""

@@ -39,7 +39,9 @@ from .billing_plan import (
 )
 from .held import held_levels, hold_minimums
 from .learning import (
+    DEFERRED,
     LEAD_S,
+    LEARN_RESERVE_S,
     LEARNED,
     SKIPPED,
     Learning,
@@ -78,6 +80,9 @@ class Switcher:
     cloudwatch: CloudWatchClient | None = None
     """Where the tables' metrics are read: what a table served at its window's end (`end`),
     and a learned table's past days (`learned`)."""
+    remaining: Callable[[], float] | None = None
+    """The seconds left to the invocation (None: no limit): a learned table's day is learned
+    only with `LEARN_RESERVE_S` left (`learned`)."""
 
     def _holds(self, table: str) -> HoldStore | None:
         name = self.hold_stores.get(table)
@@ -272,6 +277,12 @@ class Switcher:
         day, hour = acting_for(now)
         state, version = self._state(table)
         if state.plan_day != day:
+            if self.remaining is not None and self.remaining() < LEARN_RESERVE_S:
+                # no time left to learn: no window starts, a window past its end still ends
+                if state.billing == ON_DEMAND:
+                    self._learned_on_demand(table, state, version, False, hour)
+                log_event("learning-deferred", table=table, day=day)
+                return DEFERRED
             state, version = self._learn(learning, state, version, day)
         planned = len(state.plan) == 24 and state.plan[hour]
         if state.billing == ON_DEMAND:
