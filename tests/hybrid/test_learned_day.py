@@ -256,21 +256,19 @@ def test_a_window_running_past_midnight_is_extended_by_the_next_days_plan(
     w: SwitchWorld,
     day: int,
 ) -> None:
-    # GIVEN a learned day whose last hour runs on-demand, and a next day whose first does
-    history(w, range(day - 8, day), spiky=23)
-    at_run(w, at(day - 1, 23, 55))
-    assert [h for h, on in enumerate(state(w).plan) if on] == [23]
+    # GIVEN days whose first and last hours are spiky: each day's plan runs both on-demand
+    history(w, range(day - 8, day + 1), spiky=(0, 23))
+    assert at_run(w, at(day - 1, 23, 55)) == "switched-to-on-demand"  # the day's hour 0
+    assert [h for h, on in enumerate(state(w).plan) if on] == [0, 23]
+    assert at_run(w, at(day, 1)) == "switched-to-provisioned"
     assert at_run(w, at(day, 22, 55)) == "switched-to-on-demand"
     assert state(w).until == at(day + 1, 0)
-    text, version = calls.read_state(w.world.ddb, w.switcher.store, w.table)
-    first_hour = tuple(h == 0 for h in range(24))
-    shown = replace(parse_state(text), plan_day=day + 1, plan=first_hour)
-    calls.write_state(w.world.ddb, w.switcher.store, w.table, shown.as_text(), version)
-    # WHEN the 23:55 run comes
+    # WHEN the 23:55 run learns the next day, whose first hour runs on-demand too
     assert at_run(w, at(day, 23, 55)) == "on-demand-extended"
+    assert state(w).plan_day == day + 1 and state(w).plan[0]
     # THEN the window runs on to the end of the next day's first hour, without a new switch
     assert state(w).until == at(day + 1, 1)
-    assert len(state(w).switches) == 1
+    assert len(state(w).switches) == 2
     assert at_run(w, at(day + 1, 0)) == "on-demand"
     assert at_run(w, at(day + 1, 1)) == "switched-to-provisioned"
 
