@@ -27,11 +27,13 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from .switches import MAX_SWITCHES
+
+K = TypeVar("K")
 
 LEARNED_PER_DAY = MAX_SWITCHES - 1
 """The most learned windows a day's plan holds: one switch short of DynamoDB's 4 in any rolling 24
@@ -177,6 +179,24 @@ def run_ends(hours: Sequence[bool]) -> list[int]:
     return [
         (h + 1) % HOURS for h in range(HOURS) if hours[h] and not (h + 1 < HOURS and hours[h + 1])
     ]
+
+
+def window_returns(
+    hours: Sequence[bool],
+    peaks: Callable[[int], Sequence[Mapping[K, float] | None]],
+    target: int,
+) -> dict[int, dict[K, int]]:
+    """Per hour a window of the day plan ``hours`` ends at (`run_ends`), the level each
+    dimension returns at where known (`return_level` at ``target`` %): ``peaks(hour)`` gives
+    per past day each dimension's busiest minute of that hour's first `RETURN_MINUTES`
+    (None: the day does not know the hour)."""
+    out: dict[int, dict[K, int]] = {}
+    for end in run_ends(hours):
+        seen = peaks(end)
+        keys = dict.fromkeys(k for p in seen if p for k in p)
+        levels = {k: return_level([p.get(k) if p else None for p in seen], target) for k in keys}
+        out[end] = {k: v for k, v in levels.items() if v is not None}
+    return out
 
 
 def day_plan(past: Iterable[Sequence[float | None]], most: int = MAX_SWITCHES) -> list[bool]:

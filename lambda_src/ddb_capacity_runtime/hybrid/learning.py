@@ -34,8 +34,7 @@ from ..core.on_demand_hours import (
     day_savings,
     hour_costs,
     past_slots,
-    return_level,
-    run_ends,
+    window_returns,
 )
 from ..core.series import Key
 from ..core.tables import named_gsis
@@ -166,15 +165,13 @@ def plan_of(reads: Mapping[Key, HourReads], day: int, target: int) -> Plan:
     rows = past_slots(day, HISTORY_DAYS)
     days = [[_hour(reads, slot, target) for slot in row] for row in rows]
     hours = tuple(day_plan(day_savings(days), LEARNED_PER_DAY))
-    returns = {}
-    for back in run_ends(hours):
-        peaks = [_peaks(reads, row[back], days[k][back] is not None) for k, row in enumerate(rows)]
-        returns[back] = {
-            f"{key[1] or ''}|{key[2]}": level
-            for key in reads
-            if (level := return_level([None if p is None else p[key] for p in peaks], target))
-        }
-    return Plan(hours, returns)
+
+    def peaks(hour: int) -> list[dict[Key, float] | None]:
+        return [_peaks(reads, row[hour], days[k][hour] is not None) for k, row in enumerate(rows)]
+
+    returns = window_returns(hours, peaks, target)
+    named = {h: {f"{k[1] or ''}|{k[2]}": v for k, v in lv.items()} for h, lv in returns.items()}
+    return Plan(hours, named)
 
 
 def _peaks(

@@ -56,6 +56,7 @@ import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 
 from ddb_capacity_runtime.core.on_demand_hours import (
     HISTORY_DAYS,
@@ -69,8 +70,7 @@ from ddb_capacity_runtime.core.on_demand_hours import (
     day_savings,
     hour_costs,
     past_slots,
-    return_level,
-    run_ends,
+    window_returns,
 )
 from ddb_capacity_runtime.core.switches import MAX_SWITCHES, recent
 
@@ -229,16 +229,18 @@ def day_plans(
         past = [[_lived(costed, slot, on_demand) for slot in row] for row in rows]
         hours = day_plan(day_savings(past), min(most, LEARNED_PER_DAY))
         on_demand.update((day, hour) for hour in range(24) if hours[hour])
-        returns = {}
-        for end in run_ends(hours):
-            seen = [(peaks or {}).get(row[end]) for row in rows]
-            keys = {k for p in seen if p for k in p}
-            levels = {
-                k: return_level([p.get(k) if p else None for p in seen], target) for k in keys
-            }
-            returns[end] = {k: v for k, v in levels.items() if v is not None}
-        out.append((hours, returns))
+        seen = partial(_seen, peaks or {}, rows)
+        out.append((hours, window_returns(hours, seen, target)))
     return out
+
+
+def _seen(
+    peaks: Mapping[tuple[int, int], Mapping[Key, float]],
+    rows: Sequence[Sequence[tuple[int, int]]],
+    hour: int,
+) -> list[Mapping[Key, float] | None]:
+    """Per past day of ``rows``, the ``peaks`` of its occurrence of ``hour`` (None: none)."""
+    return [peaks.get(row[hour]) for row in rows]
 
 
 def first_peaks(
