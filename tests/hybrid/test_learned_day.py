@@ -7,10 +7,8 @@ a table."""
 
 from __future__ import annotations
 
-import io
 import itertools
 import json
-from contextlib import redirect_stdout
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -24,7 +22,7 @@ from ddb_capacity_runtime.hybrid.billing_plan import parse_state
 from ddb_capacity_runtime.hybrid.handler import run
 from ddb_capacity_runtime.hybrid.learning import Learning
 from ddb_capacity_tools import local_aws
-from tests.support.switch_world import START, SwitchWorld, switch_world
+from tests.support.switch_world import START, SwitchWorld, counts, learned_entry, switch_world
 
 DAY = int(START // DAY_S) + 10
 """A day whose hours are learned (from the epoch, UTC)."""
@@ -198,20 +196,11 @@ def test_a_window_past_the_rolling_limit_is_skipped_not_refused(w: SwitchWorld, 
     )
     # WHEN the window's run comes, through the handler
     w.clock.now = at(day, SPIKY_HOUR - 1, 55)
-    entry = {
-        "Table": w.table,
-        "TargetUtilization": 70,
-        "MaxReadRequestUnits": 500,
-        "MaxWriteRequestUnits": 200,
-    }
-    lines = io.StringIO()
-    with pytest.MonkeyPatch.context() as env, redirect_stdout(lines):
-        env.setenv("AWS_LAMBDA_FUNCTION_NAME", "switch")
-        outcome = run({"Action": "learned", "Tables": [entry]}, w.switcher)
+    with counts() as counted:
+        outcome = run({"Action": "learned", "Tables": [learned_entry(w.table)]}, w.switcher)
     # THEN it is skipped (no failure: counted as a skip, not alarmed) and the table stays
     # provisioned
     assert outcome == {w.table: "skipped-at-the-limit"}
-    counted = [json.loads(line) for line in lines.getvalue().splitlines()]
     assert [(c["TableName"], c.get("SwitchSkipped")) for c in counted] == [(w.table, 1)]
     assert billing(w) == "PROVISIONED"
     # AND skipped whole: its hour's own run does not start it late, though the limit allows
@@ -230,19 +219,7 @@ def test_a_deploy_mid_window_gives_the_table_its_targets_back(w: SwitchWorld, da
     before = targets(w)
     assert at_run(w, at(day, SPIKY_HOUR - 1, 55)) == "switched-to-on-demand"
     # GIVEN a deploy of the table's template mid-window: provisioned again, as it declares
-    w.world.ddb.update_table(
-        TableName=w.table,
-        BillingMode="PROVISIONED",
-        ProvisionedThroughput={"ReadCapacityUnits": 20, "WriteCapacityUnits": 10},
-        GlobalSecondaryIndexUpdates=[
-            {
-                "Update": {
-                    "IndexName": "byUser",
-                    "ProvisionedThroughput": {"ReadCapacityUnits": 8, "WriteCapacityUnits": 4},
-                }
-            }
-        ],
-    )
+    w.deployed((20, 10), (8, 4))
     # WHEN the check comes
     w.clock.now = at(day, SPIKY_HOUR, 15)
     assert w.switcher.check(w.table) == "switched-back-underneath"
@@ -288,15 +265,9 @@ def test_metrics_that_cannot_be_read_fail_the_run_counted_and_switch_nothing(
     # GIVEN CloudWatch out of reach
     w.switcher.cloudwatch = local_aws.client("http://127.0.0.1:9", "cloudwatch")
     w.clock.now = at(day - 1, 23, 55)
-    entry = {"Table": w.table, "TargetUtilization": 70}
-    entry |= {"MaxReadRequestUnits": 500, "MaxWriteRequestUnits": 200}
     # WHEN the run comes, THEN it fails once the table was tried, and counts the failure
-    lines = io.StringIO()
-    with pytest.MonkeyPatch.context() as env, redirect_stdout(lines):
-        env.setenv("AWS_LAMBDA_FUNCTION_NAME", "switch")
-        with pytest.raises(SwitchError, match="could not be learned"):
-            run({"Action": "learned", "Tables": [entry]}, w.switcher)
-    counted = [json.loads(line) for line in lines.getvalue().splitlines()]
+    with counts() as counted, pytest.raises(SwitchError, match="could not be learned"):
+        run({"Action": "learned", "Tables": [learned_entry(w.table)]}, w.switcher)
     assert [(c["TableName"], c.get("SwitchFailed")) for c in counted] == [(w.table, 1)]
     # AND the table is left as it was, with no plan
     assert billing(w) == "PROVISIONED"
@@ -333,10 +304,8 @@ def test_a_window_whose_last_minutes_cannot_be_read_stays_on_demand(
 def test_a_malformed_learned_event_is_refused_naming_the_field(
     w: SwitchWorld, entry: dict[str, Any], wrong: str
 ) -> None:
-    good = {"Table": w.table, "TargetUtilization": 70}
-    good |= {"MaxReadRequestUnits": 500, "MaxWriteRequestUnits": 200}
     with pytest.raises(SwitchError, match=f"learned event: table .*{wrong}"):
-        run({"Action": "learned", "Tables": [good | entry]}, w.switcher)
+        run({"Action": "learned", "Tables": [learned_entry(w.table, **entry)]}, w.switcher)
     with pytest.raises(SwitchError, match="learned event: Tables"):
         run({"Action": "learned", "Tables": "all"}, w.switcher)
 
@@ -454,10 +423,8 @@ def test_a_window_past_its_end_is_ended_when_the_next_days_hours_cannot_be_learn
 def test_one_malformed_entry_fails_alone(w: SwitchWorld, day: int) -> None:
     history(w, range(day - 8, day))
     w.clock.now = at(day - 1, 23, 55)
-    good = {"Table": w.table, "TargetUtilization": 70}
-    good |= {"MaxReadRequestUnits": 500, "MaxWriteRequestUnits": 200}
     with pytest.raises(SwitchError, match="learned entry 0") as failed:
-        run({"Action": "learned", "Tables": [{"Table": 7}, good]}, w.switcher)
+        run({"Action": "learned", "Tables": [{"Table": 7}, learned_entry(w.table)]}, w.switcher)
     assert f"'{w.table}': 'provisioned'" in str(failed.value)
     assert state(w).plan_day == day
 
@@ -471,15 +438,10 @@ def test_a_day_is_not_learned_without_time_left_and_a_window_due_still_ends(
     assert at_run(w, at(day, 22, 55)) == "switched-to-on-demand"
     w.switcher.remaining = lambda: 5.0
     w.clock.now = at(day + 1, 0)
-    entry = {"Table": w.table, "TargetUtilization": 70}
-    entry |= {"MaxReadRequestUnits": 500, "MaxWriteRequestUnits": 200}
-    lines = io.StringIO()
-    with pytest.MonkeyPatch.context() as env, redirect_stdout(lines):
-        env.setenv("AWS_LAMBDA_FUNCTION_NAME", "switch")
-        outcome = run({"Action": "learned", "Tables": [entry]}, w.switcher)
+    with counts() as counted:
+        outcome = run({"Action": "learned", "Tables": [learned_entry(w.table)]}, w.switcher)
     # THEN the day is not learned (deferred, counted, not a failure), the window is ended
     assert outcome == {w.table: "learning-deferred"}
-    counted = [json.loads(line) for line in lines.getvalue().splitlines()]
     assert [(c["TableName"], c.get("LearningDeferred")) for c in counted] == [(w.table, 1)]
     assert billing(w) == "PROVISIONED"
     assert state(w).plan_day == day

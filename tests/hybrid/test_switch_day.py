@@ -5,9 +5,6 @@ refusal and failure counted."""
 
 from __future__ import annotations
 
-import io
-import json
-from contextlib import redirect_stdout
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -17,7 +14,7 @@ from botocore.exceptions import ClientError
 from ddb_capacity_runtime.core.errors import SwitchError
 from ddb_capacity_runtime.hybrid.handler import run
 from ddb_capacity_runtime.hybrid.switcher import Window
-from tests.support.switch_world import START, SwitchWorld, switch_world
+from tests.support.switch_world import START, SwitchWorld, counts, switch_world
 
 HOUR = 3600.0
 WINDOW = Window("spikes", 2 * 3600, 500, 200)
@@ -143,11 +140,11 @@ def test_a_target_deregistered_mid_window_is_not_registered_again_and_counted(
     )
     # WHEN the window ends
     w.clock.now += WINDOW.seconds
-    lines = io.StringIO()
-    with pytest.MonkeyPatch.context() as env, redirect_stdout(lines):
-        env.setenv("AWS_LAMBDA_FUNCTION_NAME", "switch")
-        with pytest.raises(SwitchError, match="byUser dynamodb:index:WriteCapacityUnits were"):
-            run({"Action": "end", "Table": w.table}, w.switcher)
+    with (
+        counts() as counted,
+        pytest.raises(SwitchError, match="byUser dynamodb:index:WriteCapacityUnits were"),
+    ):
+        run({"Action": "end", "Table": w.table}, w.switcher)
     # THEN the table is provisioned and its other targets restored, the one gone is not
     # registered again (the switch may change only targets tagged with the table's name, and
     # one registered anew carries no tag), and that is counted as SwitchFailed, once
@@ -155,7 +152,6 @@ def test_a_target_deregistered_mid_window_is_not_registered_again_and_counted(
     targets = w.targets()
     assert gone not in targets and len(targets) == 3
     assert all(not any(s.values()) for _, _, s in targets.values())
-    counted = [json.loads(line) for line in lines.getvalue().splitlines()]
     assert [(c["TableName"], c.get("SwitchFailed")) for c in counted] == [(w.table, 1)]
     assert w.switcher.check(w.table) == "not-on-demand"
 
@@ -170,14 +166,13 @@ def test_a_fifth_switch_in_24_hours_is_refused_and_counted(w: SwitchWorld) -> No
     # WHEN a fifth starts within 24 hours of the first
     event = {"Action": "start", "Table": w.table, "Window": "fifth", "DurationSeconds": 3600}
     event |= {"MaxReadRequestUnits": 100, "MaxWriteRequestUnits": 100}
-    lines = io.StringIO()
-    with pytest.MonkeyPatch.context() as env, redirect_stdout(lines):
-        env.setenv("AWS_LAMBDA_FUNCTION_NAME", "switch")
-        with pytest.raises(SwitchError, match="4 switches to on-demand in the last 24 hours"):
-            run(event, w.switcher)
+    with (
+        counts() as counted,
+        pytest.raises(SwitchError, match="4 switches to on-demand in the last 24 hours"),
+    ):
+        run(event, w.switcher)
     # THEN the table stays provisioned, and the refusal is counted for the table
     assert billing(w) == "PROVISIONED"
-    counted = [json.loads(line) for line in lines.getvalue().splitlines()]
     assert [(c["TableName"], c.get("SwitchRefused")) for c in counted] == [(w.table, 1)]
     # WHEN the first switch is 24 hours old
     w.clock.now = START + 24 * HOUR + 1
@@ -234,19 +229,7 @@ def test_a_table_made_provisioned_underneath_gets_its_targets_back(w: SwitchWorl
     # template (CloudFormation sets the BillingMode and ProvisionedThroughput it declares)
     before = w.targets()
     w.switcher.start(w.table, WINDOW)
-    w.world.ddb.update_table(
-        TableName=w.table,
-        BillingMode="PROVISIONED",
-        ProvisionedThroughput={"ReadCapacityUnits": 5, "WriteCapacityUnits": 5},
-        GlobalSecondaryIndexUpdates=[
-            {
-                "Update": {
-                    "IndexName": "byUser",
-                    "ProvisionedThroughput": {"ReadCapacityUnits": 5, "WriteCapacityUnits": 5},
-                }
-            }
-        ],
-    )
+    w.deployed((5, 5), (5, 5))
     # WHEN the regular check runs
     w.clock.now += 600
     assert w.switcher.check(w.table) == "switched-back-underneath"
@@ -288,14 +271,10 @@ def test_each_table_is_its_own_fault_domain(w: SwitchWorld) -> None:
             "version": {"N": "1"},
         },
     )
-    lines = io.StringIO()
-    with pytest.MonkeyPatch.context() as env, redirect_stdout(lines):
-        env.setenv("AWS_LAMBDA_FUNCTION_NAME", "switch")
-        with pytest.raises(SwitchError, match=f"check: failed for {missing}"):
-            run({"Action": "check", "Tables": [missing, w.table]}, w.switcher)
+    with counts() as counted, pytest.raises(SwitchError, match=f"check: failed for {missing}"):
+        run({"Action": "check", "Tables": [missing, w.table]}, w.switcher)
     # THEN the other table was switched back, and the failure counted for its table
     assert billing(w) == "PROVISIONED"
-    counted = [json.loads(line) for line in lines.getvalue().splitlines()]
     assert [(c["TableName"], c.get("SwitchFailed")) for c in counted] == [(missing, 1)]
 
 

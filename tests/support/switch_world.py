@@ -7,8 +7,14 @@ clock the test moves, and every UpdateTable request as it was sent (moto drops
 
 from __future__ import annotations
 
+import io
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager, redirect_stdout
 from dataclasses import dataclass, field
 from typing import Any
+
+import pytest
 
 from ddb_capacity_runtime.hybrid.switcher import Switcher
 from ddb_capacity_tools.local_aws import create_store_table
@@ -51,6 +57,44 @@ class SwitchWorld:
 
     def described(self) -> dict[str, Any]:
         return dict(self.world.ddb.describe_table(TableName=self.table)["Table"])
+
+    def deployed(self, table: tuple[int, int], gsi: tuple[int, int]) -> None:
+        """The table provisioned again as a deploy of its template sets it (CloudFormation
+        applies the BillingMode and the read and write capacity it declares, its GSI's too)."""
+
+        def throughput(units: tuple[int, int]) -> dict[str, int]:
+            return {"ReadCapacityUnits": units[0], "WriteCapacityUnits": units[1]}
+
+        self.world.ddb.update_table(
+            TableName=self.table,
+            BillingMode="PROVISIONED",
+            ProvisionedThroughput=throughput(table),
+            GlobalSecondaryIndexUpdates=[
+                {"Update": {"IndexName": "byUser", "ProvisionedThroughput": throughput(gsi)}}
+            ],
+        )
+
+
+@contextmanager
+def counts() -> Iterator[list[dict[str, Any]]]:
+    """What the switch function counts within the block (its metrics' lines, printed as in
+    Lambda), in the list yielded once the block is left, whether or not it raised."""
+    lines = io.StringIO()
+    found: list[dict[str, Any]] = []
+    with pytest.MonkeyPatch.context() as env, redirect_stdout(lines):
+        env.setenv("AWS_LAMBDA_FUNCTION_NAME", "switch")
+        try:
+            yield found
+        finally:
+            found.extend(json.loads(line) for line in lines.getvalue().splitlines())
+
+
+def learned_entry(table: str, **changed: Any) -> dict[str, Any]:
+    """A learned table's entry in the switch's hourly event (target 70 %, maximums 500 read
+    and 200 write units), with ``changed`` fields."""
+    entry = {"Table": table, "TargetUtilization": 70}
+    entry |= {"MaxReadRequestUnits": 500, "MaxWriteRequestUnits": 200}
+    return entry | changed
 
 
 def switch_world(aws_client: Any) -> SwitchWorld:
