@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ddb_capacity_runtime.core.on_demand_hours import Hour
 from ddb_capacity_tools.simulator import ModelParams, PolicyError, parse, run_policy
 from ddb_capacity_tools.simulator.hybrid import (
     DAY,
@@ -17,7 +18,6 @@ from ddb_capacity_tools.simulator.hybrid import (
     best_windows,
     compose,
     costed_hours,
-    hourly_savings,
     plan,
     within_limit,
 )
@@ -91,7 +91,15 @@ def _daily(
 def _plan(
     paid: list[float], charged: list[float], offset: int = 0, hindsight: bool = False
 ) -> list[bool]:
-    return plan(hourly_savings(paid, charged, offset), len(paid), offset, hindsight=hindsight)
+    """The plan of per-minute costs each way, summed by clock hour (the provisioned cost
+    taken for its least: no calibration)."""
+    sums: dict[tuple[int, int], list[float]] = {}
+    for m, (p, c) in enumerate(zip(paid, charged, strict=True)):
+        day, minute = divmod(offset + m, DAY)
+        slot = sums.setdefault((day, minute // 60), [0.0, 0.0])
+        slot[0], slot[1] = slot[0] + p, slot[1] + c
+    costed = {k: Hour(p, p, c) for k, (p, c) in sums.items()}
+    return plan(costed, len(paid), offset, hindsight=hindsight)
 
 
 def test_plan_runs_on_demand_in_the_bursty_hours_from_the_second_day() -> None:

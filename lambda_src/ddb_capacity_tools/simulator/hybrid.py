@@ -94,7 +94,6 @@ __all__ = [
     "fixed_hours",
     "first_peaks",
     "frozen",
-    "hourly_savings",
     "led",
     "plan",
     "costed_hours",
@@ -132,16 +131,6 @@ def _hourly(per_minute: Sequence[float], offset: int) -> dict[tuple[int, int], f
         slot = (day, minute // HOUR)
         out[slot] = out.get(slot, 0.0) + v
     return out
-
-
-def hourly_savings(
-    provisioned_cost: Sequence[float], on_demand_cost: Sequence[float], offset: int = 0
-) -> dict[tuple[int, int], Hour]:
-    """Per (day, hour of day), the hour costed from per-minute costs each way summed by clock
-    hour (``offset``: minute 0's minute of day 0), the provisioned cost taken for its least."""
-    paid = _hourly(provisioned_cost, offset)
-    charged = _hourly(on_demand_cost, offset)
-    return {slot: Hour(paid[slot], paid[slot], charged[slot]) for slot in paid}
 
 
 def costed_hours(
