@@ -181,11 +181,15 @@ def billing_of(description: Mapping[str, Any]) -> str:
     return ON_DEMAND if mode == ON_DEMAND else PROVISIONED
 
 
+def _specs(name: str, description: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """The DescribeTable entries of the table ('') and of each of its GSIs, by index name."""
+    gsis = named_gsis(f"DescribeTable {name}", description.get("GlobalSecondaryIndexes") or [])
+    return {"": description, **dict(gsis)}
+
+
 def _throughputs(name: str, description: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     """The table's and each GSI's ``ProvisionedThroughput``, by index name ('' the table)."""
-    gsis = named_gsis(f"DescribeTable {name}", description.get("GlobalSecondaryIndexes") or [])
-    found = {"": description.get("ProvisionedThroughput")}
-    found.update({index: gsi.get("ProvisionedThroughput") for index, gsi in gsis})
+    found = {k: spec.get("ProvisionedThroughput") for k, spec in _specs(name, description).items()}
     return {k: v if isinstance(v, Mapping) else {} for k, v in found.items()}
 
 
@@ -231,12 +235,6 @@ def back_levels(
             floor = max(least, held.get(key, 0), back, min(served.get(key, 0), most))
             levels[key] = max(state.levels.get(key, 1), floor)
     return levels
-
-
-def _specs(name: str, description: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
-    """The DescribeTable entries of the table ('') and of each of its GSIs, by index name."""
-    gsis = named_gsis(f"DescribeTable {name}", description.get("GlobalSecondaryIndexes") or [])
-    return {"": description, **dict(gsis)}
 
 
 def on_demand_request(
